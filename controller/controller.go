@@ -1,0 +1,341 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/degraded/degraded/levels"
+)
+
+// Sampler measures one resource signal as a percentage. An error makes the
+// signal unavailable for this health check.
+type Sampler interface {
+	Sample(ctx context.Context, now time.Time) (float64, error)
+}
+
+// ErrorRate is the rolling window services report outcomes into.
+type ErrorRate interface {
+	Totals(now time.Time) (attempts, failures int64)
+}
+
+// Observer is told what the controller does, for metrics. Its methods are
+// called outside the controller's lock and must not block.
+type Observer interface {
+	// HealthCheck is called after each health check with its duration, the
+	// published state and the names of the signals that failed to sample.
+	HealthCheck(d time.Duration, s *State, failed []string)
+	// Transition is called on every change of the published level.
+	Transition(from, to, source string)
+}
+
+// Options configures a Controller. Zero fields take the documented
+// defaults, which match config/default.yaml.
+type Options struct {
+	// Table is the level table; required.
+	Table *levels.Table
+	// HealthCheckInterval is the tick period (default 30s).
+	HealthCheckInterval time.Duration
+	// MinimumLevelDuration is the dwell before each recovery step (0: none).
+	MinimumLevelDuration time.Duration
+	// EscalationDelay is how long the current level must have been held
+	// before escalating (0: escalate at once).
+	EscalationDelay time.Duration
+	// EscalateAfter is the number of consecutive ticks that must ask for a
+	// higher level (default 1).
+	EscalateAfter int
+	// MinThroughput is the number of attempts below which the error rate is
+	// unavailable (0: any attempt counts).
+	MinThroughput int64
+	// Hysteresis scales thresholds by (1 - Hysteresis) for recovery.
+	Hysteresis float64
+	// ManualOnly turns automatic transitions off: signals are still sampled
+	// and the recommendation published, but only overrides change the level
+	// (config enable_auto_adjustment: false).
+	ManualOnly bool
+	// MaxOverrideTTL bounds an override's ttl (default 24h).
+	MaxOverrideTTL time.Duration
+	// CPU and Memory sample resources; nil means the signal is off.
+	CPU, Memory Sampler
+	// Errors is the error window; nil means the error rate is off.
+	Errors ErrorRate
+	// Store persists state; nil keeps it in memory only.
+	Store Store
+	// Observer receives metrics events; nil ignores them.
+	Observer Observer
+	// Logger logs transitions and failures; nil discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.HealthCheckInterval <= 0 {
+		o.HealthCheckInterval = 30 * time.Second
+	}
+	if o.EscalateAfter < 1 {
+		o.EscalateAfter = 1
+	}
+	if o.MaxOverrideTTL <= 0 {
+		o.MaxOverrideTTL = 24 * time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Controller decides and publishes the degradation level. Create it with
+// [New], start it with [Controller.Run]. All methods are safe for concurrent
+// use; [Controller.State] is a lock-free atomic load.
+type Controller struct {
+	saveMu sync.Mutex // serialises Store.Save; taken before mu, never inside it
+
+	mu          sync.Mutex // guards everything below
+	opts        Options
+	pub         int       // published level index
+	since       time.Time // when pub last changed: the dwell clock
+	reason      string
+	auto        int // automatic level, computed even under an override
+	autoSince   time.Time
+	ovr         *Override
+	ovrIndex    int
+	seq         uint64
+	history     []Transition // oldest first, at most HistoryLimit
+	pending     int          // consecutive ticks asking for more than auto
+	pendingMin  int
+	recommended int
+	signals     Signals
+	ready       bool
+
+	state    atomic.Pointer[State]
+	levelCh  notifier // fires when Sequence changes
+	sampleCh notifier // fires after every health check
+	reload   chan struct{}
+}
+
+// New returns a controller resumed from o.Store, if it holds a state. It
+// does no sampling and starts no goroutines.
+func New(o Options) (*Controller, error) {
+	if o.Table == nil {
+		return nil, errors.New("controller: no level table")
+	}
+	c := &Controller{opts: o.withDefaults(), reload: make(chan struct{}, 1)}
+	now := time.Now()
+	c.since, c.autoSince = now, now
+	c.reason = "started"
+	if o.Store != nil {
+		p, err := o.Store.Load()
+		if err != nil {
+			return nil, fmt.Errorf("load state: %w", err)
+		}
+		if p != nil {
+			c.restore(p)
+		}
+	}
+	c.state.Store(c.build())
+	return c, nil
+}
+
+// restore adopts a saved state, mapping levels by name onto the current
+// table and clamping what no longer exists to the most severe level.
+func (c *Controller) restore(p *Persisted) {
+	t := c.opts.Table
+	c.pub = lookup(t, p.Level, p.Index)
+	c.auto = lookup(t, p.Auto, p.AutoIndex)
+	c.since, c.autoSince = p.Since, p.AutoSince
+	c.reason = p.Reason
+	c.seq = p.Sequence
+	c.history = append([]Transition(nil), p.History...)
+	if len(c.history) > HistoryLimit {
+		c.history = c.history[len(c.history)-HistoryLimit:]
+	}
+	if p.Override != nil {
+		o := *p.Override
+		c.ovr = &o
+		c.ovrIndex = lookup(t, o.Level, t.Len()-1)
+		c.ovr.Level = t.Level(c.ovrIndex).Name
+	}
+}
+
+// lookup returns the index of name, or fallback clamped to the table.
+func lookup(t *levels.Table, name string, fallback int) int {
+	if i, err := t.Index(name); err == nil {
+		return i
+	}
+	return t.Clamp(fallback)
+}
+
+// State returns the latest published state document. It never blocks.
+func (c *Controller) State() *State { return c.state.Load() }
+
+// LevelChanged returns a channel closed at the next change of the level or
+// the override (the next Sequence). Take the channel, then read State.
+func (c *Controller) LevelChanged() <-chan struct{} { return c.levelCh.wait() }
+
+// Sampled returns a channel closed after the next health check.
+func (c *Controller) Sampled() <-chan struct{} { return c.sampleCh.wait() }
+
+// Ready reports whether the first health check has run.
+func (c *Controller) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
+}
+
+// History returns up to limit transitions, newest first.
+func (c *Controller) History(limit int) []Transition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(max(limit, 0), len(c.history))
+	out := make([]Transition, 0, n)
+	for i := len(c.history) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, c.history[i])
+	}
+	return out
+}
+
+// Table returns the level table in force.
+func (c *Controller) Table() *levels.Table {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opts.Table
+}
+
+// Run performs a health check at once, then one every
+// HealthCheckInterval, until ctx ends. It saves the state before
+// returning ctx.Err().
+func (c *Controller) Run(ctx context.Context) error {
+	c.Check(ctx)
+	t := time.NewTicker(c.interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.save()
+			return ctx.Err()
+		case <-c.reload:
+			t.Reset(c.interval())
+		case <-t.C:
+			c.Check(ctx)
+		}
+	}
+}
+
+func (c *Controller) interval() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opts.HealthCheckInterval
+}
+
+// Check runs one health check now: sample, evaluate, publish. Run calls it
+// on every tick; tests and tools may call it directly.
+func (c *Controller) Check(ctx context.Context) {
+	start := time.Now()
+	c.mu.Lock()
+	cpu, memory, errs := c.opts.CPU, c.opts.Memory, c.opts.Errors
+	minThroughput := c.opts.MinThroughput
+	c.mu.Unlock()
+
+	var failed []string
+	sample := levels.Sample{SampledAt: start.UTC()}
+	sample.CPUPercent = c.sampleOne(ctx, "cpu", cpu, start, &failed)
+	sample.MemoryPercent = c.sampleOne(ctx, "memory", memory, start, &failed)
+	if errs != nil {
+		a, f := errs.Totals(start)
+		sample.WindowAttempts, sample.WindowFailures = a, f
+		if a > 0 && a >= minThroughput {
+			rate := float64(f) / float64(a) * 100
+			sample.ErrorRatePercent = &rate
+		}
+	}
+
+	c.mu.Lock()
+	before := c.seq
+	moves := c.evaluate(start, sample)
+	st := c.publishLocked()
+	c.mu.Unlock()
+
+	c.announce(moves, before != st.Sequence)
+	c.sampleCh.broadcast()
+	if c.opts.Observer != nil {
+		c.opts.Observer.HealthCheck(time.Since(start), st, failed)
+	}
+}
+
+func (c *Controller) sampleOne(ctx context.Context, name string, s Sampler, now time.Time, failed *[]string) *float64 {
+	if s == nil {
+		return nil
+	}
+	v, err := s.Sample(ctx, now)
+	if errors.Is(err, levels.ErrWarmingUp) {
+		return nil
+	}
+	if err != nil {
+		c.opts.Logger.Warn("sample failed", "signal", name, "err", err)
+		*failed = append(*failed, name)
+		return nil
+	}
+	return &v
+}
+
+// publishLocked stores a fresh state document and returns it.
+func (c *Controller) publishLocked() *State {
+	st := c.build()
+	c.state.Store(st)
+	return st
+}
+
+// announce notifies observers and subscribers and saves the state after a
+// change, outside the lock.
+func (c *Controller) announce(moves []Transition, changed bool) {
+	for _, m := range moves {
+		if m.From != m.To {
+			c.opts.Logger.Info("level changed", "from", m.From, "to", m.To, "source", m.Source, "reason", m.Reason, "sequence", m.Sequence)
+			if c.opts.Observer != nil {
+				c.opts.Observer.Transition(m.From, m.To, m.Source)
+			}
+		} else {
+			c.opts.Logger.Info("override changed", "level", m.To, "reason", m.Reason, "sequence", m.Sequence)
+		}
+	}
+	if changed {
+		c.save()
+		c.levelCh.broadcast()
+	}
+}
+
+// save writes the latest state to the store. Saves are serialised and each
+// writes the state as it is when the save starts, so the file never goes
+// back in time.
+func (c *Controller) save() {
+	if c.opts.Store == nil {
+		return
+	}
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	c.mu.Lock()
+	p := c.persisted()
+	c.mu.Unlock()
+	if err := c.opts.Store.Save(p); err != nil {
+		c.opts.Logger.Error("cannot save state", "err", err)
+	}
+}
+
+func (c *Controller) persisted() *Persisted {
+	t := c.opts.Table
+	p := &Persisted{
+		Version: persistedVersion,
+		Level:   t.Level(c.pub).Name, Index: c.pub, Since: c.since, Reason: c.reason,
+		Auto: t.Level(c.auto).Name, AutoIndex: c.auto, AutoSince: c.autoSince,
+		Sequence: c.seq,
+		History:  append([]Transition(nil), c.history...),
+	}
+	if c.ovr != nil {
+		o := *c.ovr
+		p.Override = &o
+	}
+	return p
+}

@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrInvalidOverride is wrapped by every error SetOverride returns for bad
+// input; the message names what was wrong.
+var ErrInvalidOverride = errors.New("invalid override")
+
+// MaxReasonLength is the longest override reason accepted, in characters.
+const MaxReasonLength = 500
+
+// OverrideRequest is what an operator asks for.
+type OverrideRequest struct {
+	Level  string
+	Mode   Mode
+	TTL    time.Duration
+	Reason string
+}
+
+// SetOverride replaces any active override with r, effective at once, and
+// returns the resulting state. The change is saved before it returns.
+func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
+	c.mu.Lock()
+	idx, err := c.opts.Table.Index(r.Level)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: level: %w", ErrInvalidOverride, err)
+	case r.Mode != ModePin && r.Mode != ModeFloor:
+		err = fmt.Errorf("%w: mode must be pin or floor (was %q)", ErrInvalidOverride, r.Mode)
+	case r.TTL < time.Second || r.TTL > c.opts.MaxOverrideTTL:
+		err = fmt.Errorf("%w: ttl must be between 1s and %s (was %s)", ErrInvalidOverride, c.opts.MaxOverrideTTL, r.TTL)
+	case r.Reason == "" || utf8.RuneCountInString(r.Reason) > MaxReasonLength:
+		err = fmt.Errorf("%w: reason must be 1 to %d characters (was %d)", ErrInvalidOverride, MaxReasonLength, utf8.RuneCountInString(r.Reason))
+	}
+	if err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	now := time.Now()
+	if c.ovr == nil {
+		c.auto, c.autoSince = c.pub, c.since
+	}
+	c.ovr = &Override{Level: r.Level, Mode: r.Mode, Reason: r.Reason, SetAt: now.UTC(), ExpiresAt: now.Add(r.TTL).UTC()}
+	c.ovrIndex = idx
+	reason := fmt.Sprintf("override set: %s %s for %s: %s", r.Mode, r.Level, r.TTL, r.Reason)
+	m, _ := c.commit(now, SourceOverride, reason, true)
+	st := c.publishLocked()
+	c.mu.Unlock()
+	c.announce([]Transition{m}, true)
+	return st, nil
+}
+
+// ClearOverride ends the active override at once and returns the resulting
+// state; with no override active it changes nothing. Automatic control
+// resumes from the published level, keeping its dwell clock.
+func (c *Controller) ClearOverride() *State {
+	c.mu.Lock()
+	if c.ovr == nil {
+		st := c.state.Load()
+		c.mu.Unlock()
+		return st
+	}
+	m := c.endOverride(time.Now(), "override cleared: "+c.ovr.Reason)
+	st := c.publishLocked()
+	c.mu.Unlock()
+	c.announce([]Transition{m}, true)
+	return st
+}
+
+// endOverride removes the override without moving the published level:
+// the automatic level takes over from it. c.mu must be held.
+func (c *Controller) endOverride(now time.Time, reason string) Transition {
+	c.auto, c.autoSince = c.pub, c.since
+	c.pending = 0
+	c.ovr = nil
+	m, _ := c.commit(now, SourceOverride, reason, true)
+	return m
+}

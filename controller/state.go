@@ -1,0 +1,75 @@
+package controller
+
+import "time"
+
+// Source values of [State.Source] and [Transition.Source].
+const (
+	SourceAuto     = "auto"
+	SourceOverride = "override"
+)
+
+// Mode says how an override combines with the automatic level.
+type Mode string
+
+// The override modes.
+const (
+	// ModePin publishes exactly the override's level.
+	ModePin Mode = "pin"
+	// ModeFloor publishes max(automatic level, override level).
+	ModeFloor Mode = "floor"
+)
+
+// State is the published state document: the body of GET /v1/level and of
+// every SSE event. A State is immutable once published; readers share it.
+type State struct {
+	Level              string     `json:"level"`
+	Index              int        `json:"index"`
+	PriorityThreshold  int        `json:"priority_threshold"`
+	DisabledFeatures   []string   `json:"disabled_features"`
+	Source             string     `json:"source"`
+	Recommended        string     `json:"recommended"`
+	Reason             string     `json:"reason"`
+	Since              time.Time  `json:"since"`
+	EarliestRecoveryAt *time.Time `json:"earliest_recovery_at"`
+	Sequence           uint64     `json:"sequence"`
+	Override           *Override  `json:"override"`
+	Signals            Signals    `json:"signals"`
+}
+
+// Override is an operator's pin or floor. It ends at ExpiresAt, applied on
+// the first health check at or after that moment, or when cleared.
+type Override struct {
+	Level     string    `json:"level"`
+	Mode      Mode      `json:"mode"`
+	Reason    string    `json:"reason"`
+	SetAt     time.Time `json:"set_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Signals is what the last health check measured. A nil value is an
+// unavailable signal: off, failed to sample, or (error rate) fewer than
+// min_throughput attempts in the window. SampledAt is nil before the first
+// health check.
+type Signals struct {
+	CPUPercent       *float64   `json:"cpu_percent"`
+	MemoryPercent    *float64   `json:"memory_percent"`
+	ErrorRatePercent *float64   `json:"error_rate_percent"`
+	WindowAttempts   int64      `json:"window_attempts"`
+	WindowFailures   int64      `json:"window_failures"`
+	SampledAt        *time.Time `json:"sampled_at"`
+}
+
+// Transition is one entry of the history, the audit log: a change of the
+// published level, or an override being set, cleared or expiring.
+type Transition struct {
+	Sequence uint64    `json:"sequence"`
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	Source   string    `json:"source"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+// HistoryLimit is the number of transitions kept in memory and in the
+// state file.
+const HistoryLimit = 1000

@@ -1,0 +1,104 @@
+package levels
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func p(v float64) *float64 { return &v }
+
+func table(t *testing.T) *Table {
+	t.Helper()
+	tab, err := NewTable([]Level{
+		{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: p(1), CPUPercent: p(60), MemoryPercent: p(60), Disable: []string{"recommendations"}},
+		{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: p(5), CPUPercent: p(70)}, // memory never triggers Moderate
+		{Name: "Major", PriorityThreshold: 50, ErrorRatePercent: p(10), CPUPercent: p(80), MemoryPercent: p(80), Disable: []string{"search", "recommendations"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func TestRecommend(t *testing.T) {
+	tab := table(t)
+	tests := []struct {
+		name   string
+		s      Sample
+		scale  float64
+		want   int
+		reason string
+	}{
+		{"nothing available", Sample{}, 1, 0, ""},
+		{"at the threshold is not over it", Sample{CPUPercent: p(60)}, 1, 0, ""},
+		{"just over", Sample{CPUPercent: p(60.5)}, 1, 1, "cpu 60.50% > 60% (Minor)"},
+		{"most severe signal wins", Sample{CPUPercent: p(61), ErrorRatePercent: p(12)}, 1, 3, "error_rate 12.00% > 10% (Major)"},
+		{"error rate reason", Sample{ErrorRatePercent: p(6.1)}, 1, 2, "error_rate 6.10% > 5% (Moderate)"},
+		{"null threshold never triggers", Sample{MemoryPercent: p(75)}, 1, 1, "memory 75.00% > 60% (Minor)"},
+		{"scaled for hysteresis", Sample{CPUPercent: p(65)}, 0.9, 2, "cpu 65.00% > 63% (Moderate)"},
+		{"scaled below", Sample{CPUPercent: p(53)}, 0.9, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why, ok := tab.Recommend(tt.s, tt.scale)
+			if got != tt.want || ok != (tt.want > 0) {
+				t.Fatalf("Recommend = %d (ok %v), want %d", got, ok, tt.want)
+			}
+			if ok && why.String() != tt.reason {
+				t.Errorf("reason %q, want %q", why.String(), tt.reason)
+			}
+		})
+	}
+}
+
+func TestAdmitsAndFeatures(t *testing.T) {
+	tab := table(t)
+	if !tab.Level(0).Admits(0) || tab.Level(0).PriorityThreshold != 0 {
+		t.Error("Normal must admit everything")
+	}
+	if tab.Level(2).Admits(29) || !tab.Level(2).Admits(30) {
+		t.Error("Moderate must admit priority >= 30 only")
+	}
+	if !tab.Level(3).Admits(PriorityCritical) {
+		t.Error("PriorityCritical must be admitted")
+	}
+	for i, want := range [][]string{{}, {"recommendations"}, {"recommendations"}, {"recommendations", "search"}} {
+		if d := cmp.Diff(want, tab.DisabledFeatures(i)); d != "" {
+			t.Errorf("DisabledFeatures(%d) (-want +got):\n%s", i, d)
+		}
+	}
+}
+
+func TestTableLookup(t *testing.T) {
+	tab := table(t)
+	if i, err := tab.Index("Major"); err != nil || i != 3 {
+		t.Errorf("Index(Major) = %d, %v", i, err)
+	}
+	if _, err := tab.Index("major"); !errors.Is(err, ErrUnknownLevel) {
+		t.Errorf("Index(major) err = %v, want ErrUnknownLevel", err)
+	}
+	if tab.Len() != 4 || tab.Clamp(9) != 3 || tab.Clamp(-1) != 0 || tab.Level(9).Name != "Major" {
+		t.Error("Clamp must keep indexes inside the table")
+	}
+}
+
+func TestNewTableRejects(t *testing.T) {
+	for name, ls := range map[string][]Level{
+		"empty":     nil,
+		"Normal":    {{Name: "Normal"}},
+		"duplicate": {{Name: "A"}, {Name: "A"}},
+		"too many":  make([]Level, MaxLevels+1),
+	} {
+		if _, err := NewTable(ls); err == nil {
+			t.Errorf("%s: NewTable accepted it", name)
+		}
+	}
+}
+
+func TestRecoveryReason(t *testing.T) {
+	if got, want := RecoveryReason("Moderate", 0.1), "recovered: all signals below Moderate thresholds less 10% hysteresis"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

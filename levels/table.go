@@ -1,0 +1,134 @@
+package levels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// NormalName is the name of level 0, which every table starts with.
+const NormalName = "Normal"
+
+// MaxLevels is the largest number of configured levels a table accepts
+// (Normal not counted).
+const MaxLevels = 64
+
+// ErrUnknownLevel is returned when a level name is not in the table.
+var ErrUnknownLevel = errors.New("unknown level")
+
+// Level is one row of the table. A nil threshold means the signal never
+// triggers this level.
+type Level struct {
+	// Name is unique in the table; level 0 is always "Normal".
+	Name string
+	// PriorityThreshold is the lowest priority admitted at this level.
+	PriorityThreshold int
+	// ErrorRatePercent, CPUPercent and MemoryPercent are the thresholds a
+	// signal must strictly exceed to ask for this level; nil disables them.
+	ErrorRatePercent *float64
+	CPUPercent       *float64
+	MemoryPercent    *float64
+	// Disable lists the features turned off from this level upwards.
+	Disable []string
+}
+
+// Admits reports whether a request of the given priority is served at this
+// level: priority >= PriorityThreshold.
+func (l Level) Admits(priority int) bool {
+	return priority >= l.PriorityThreshold
+}
+
+// threshold returns the level's threshold for s, or nil.
+func (l Level) threshold(s Signal) *float64 {
+	switch s {
+	case CPU:
+		return l.CPUPercent
+	case Memory:
+		return l.MemoryPercent
+	default:
+		return l.ErrorRatePercent
+	}
+}
+
+// Table is an immutable, ordered list of levels: index 0 is Normal, higher
+// indexes are more severe. The zero value is not usable; build one with
+// [NewTable]. A Table is safe for concurrent use.
+type Table struct {
+	levels   []Level
+	disabled [][]string // disabled[i]: union of Disable over levels 1..i
+}
+
+// NewTable returns the table of Normal followed by configured, in order.
+// It checks only what the table itself needs to work (1..MaxLevels levels,
+// unique non-empty names other than Normal); the config package reports
+// every other problem with key paths before this is called.
+func NewTable(configured []Level) (*Table, error) {
+	if len(configured) == 0 || len(configured) > MaxLevels {
+		return nil, fmt.Errorf("levels: need 1..%d levels, got %d", MaxLevels, len(configured))
+	}
+	t := &Table{
+		levels:   make([]Level, 0, len(configured)+1),
+		disabled: make([][]string, 0, len(configured)+1),
+	}
+	t.levels = append(t.levels, Level{Name: NormalName})
+	t.disabled = append(t.disabled, []string{})
+	seen := map[string]bool{NormalName: true}
+	var union []string
+	have := map[string]bool{}
+	for i, l := range configured {
+		if l.Name == "" || seen[l.Name] {
+			return nil, fmt.Errorf("levels[%d]: name %q is empty, reserved or repeated", i, l.Name)
+		}
+		seen[l.Name] = true
+		for _, f := range l.Disable {
+			if !have[f] {
+				have[f] = true
+				union = append(union, f)
+			}
+		}
+		l.Disable = append([]string(nil), l.Disable...)
+		t.levels = append(t.levels, l)
+		t.disabled = append(t.disabled, append([]string{}, union...))
+	}
+	return t, nil
+}
+
+// Len returns the number of levels, Normal included.
+func (t *Table) Len() int { return len(t.levels) }
+
+// Level returns level i, clamped to the table: a negative index gives
+// Normal, one past the end gives the most severe level.
+func (t *Table) Level(i int) Level {
+	return t.levels[t.Clamp(i)]
+}
+
+// Clamp returns i limited to 0..Len()-1. A state saved under a larger table
+// keeps the most severe level of a smaller one rather than dropping to Normal.
+func (t *Table) Clamp(i int) int {
+	return max(0, min(i, len(t.levels)-1))
+}
+
+// Levels returns a copy of every level, Normal first.
+func (t *Table) Levels() []Level {
+	return append([]Level(nil), t.levels...)
+}
+
+// Index returns the index of the named level, or ErrUnknownLevel.
+func (t *Table) Index(name string) (int, error) {
+	for i, l := range t.levels {
+		if l.Name == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q", ErrUnknownLevel, name)
+}
+
+// DisabledFeatures returns the features disabled at level i: the union of
+// the Disable lists of levels 1..i, in first-seen order. The result is
+// shared and must not be modified.
+func (t *Table) DisabledFeatures(i int) []string {
+	return t.disabled[t.Clamp(i)]
+}
+
+// PriorityCritical is a priority admitted at every level.
+const PriorityCritical = math.MaxInt32

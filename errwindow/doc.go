@@ -1,0 +1,19 @@
+// Package errwindow counts successes and failures over a rolling time window
+// so the controller can compute the error_rate signal.
+//
+// A [Window] is error_rate_window_buckets buckets of
+// error_rate_window / buckets each. [Window.Totals] sums the bucket holding
+// now plus the buckets-1 before it; older counts never come back, however long
+// the window sat idle. Memory is fixed at construction, and [Window.Record]
+// uses only atomics and never allocates, so it can sit on every request's path
+// (the POST /v1/outcomes handler and in-process callers) from many goroutines.
+//
+// Both methods take the time as an argument and never read the clock: the
+// caller owns time, and tests pass fixed times.
+//
+// It is not a rate limiter, a histogram or a metrics exporter, and it does not
+// decide anything: turning totals into a percentage, applying min_throughput
+// and comparing with thresholds belong to the controller and the levels
+// package. It is also not shared between processes; the cluster-mode window
+// lives in Redis.
+package errwindow

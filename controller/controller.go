@@ -26,11 +26,14 @@ type ErrorRate interface {
 // Observer is told what the controller does, for metrics. Its methods are
 // called outside the controller's lock and must not block.
 type Observer interface {
-	// HealthCheck is called after each health check with its duration, the
-	// published state and the names of the signals that failed to sample.
-	HealthCheck(d time.Duration, s *State, failed []string)
+	// Published is called with every state document the controller
+	// publishes: after each health check and each override change.
+	Published(s *State)
 	// Transition is called on every change of the published level.
 	Transition(from, to, source string)
+	// HealthCheck is called after each health check with its duration and
+	// the names of the signals that failed to sample.
+	HealthCheck(d time.Duration, failed []string)
 }
 
 // Options configures a Controller. Zero fields take the documented
@@ -114,6 +117,11 @@ type Controller struct {
 	levelCh  notifier // fires when Sequence changes
 	sampleCh notifier // fires after every health check
 	reload   chan struct{}
+
+	// Fixed at New; Reconfigure keeps them.
+	store    Store
+	observer Observer
+	log      *slog.Logger
 }
 
 // New returns a controller resumed from o.Store, if it holds a state. It
@@ -122,12 +130,13 @@ func New(o Options) (*Controller, error) {
 	if o.Table == nil {
 		return nil, errors.New("controller: no level table")
 	}
-	c := &Controller{opts: o.withDefaults(), reload: make(chan struct{}, 1)}
+	o = o.withDefaults()
+	c := &Controller{opts: o, reload: make(chan struct{}, 1), store: o.Store, observer: o.Observer, log: o.Logger}
 	now := time.Now()
 	c.since, c.autoSince = now, now
 	c.reason = "started"
-	if o.Store != nil {
-		p, err := o.Store.Load()
+	if c.store != nil {
+		p, err := c.store.Load()
 		if err != nil {
 			return nil, fmt.Errorf("load state: %w", err)
 		}
@@ -258,10 +267,10 @@ func (c *Controller) Check(ctx context.Context) {
 	st := c.publishLocked()
 	c.mu.Unlock()
 
-	c.announce(moves, before != st.Sequence)
+	c.announce(moves, st, before != st.Sequence)
 	c.sampleCh.broadcast()
-	if c.opts.Observer != nil {
-		c.opts.Observer.HealthCheck(time.Since(start), st, failed)
+	if c.observer != nil {
+		c.observer.HealthCheck(time.Since(start), failed)
 	}
 }
 
@@ -274,7 +283,7 @@ func (c *Controller) sampleOne(ctx context.Context, name string, s Sampler, now 
 		return nil
 	}
 	if err != nil {
-		c.opts.Logger.Warn("sample failed", "signal", name, "err", err)
+		c.log.Warn("sample failed", "signal", name, "err", err)
 		*failed = append(*failed, name)
 		return nil
 	}
@@ -290,15 +299,18 @@ func (c *Controller) publishLocked() *State {
 
 // announce notifies observers and subscribers and saves the state after a
 // change, outside the lock.
-func (c *Controller) announce(moves []Transition, changed bool) {
+func (c *Controller) announce(moves []Transition, st *State, changed bool) {
+	if c.observer != nil {
+		c.observer.Published(st)
+	}
 	for _, m := range moves {
 		if m.From != m.To {
-			c.opts.Logger.Info("level changed", "from", m.From, "to", m.To, "source", m.Source, "reason", m.Reason, "sequence", m.Sequence)
-			if c.opts.Observer != nil {
-				c.opts.Observer.Transition(m.From, m.To, m.Source)
+			c.log.Info("level changed", "from", m.From, "to", m.To, "source", m.Source, "reason", m.Reason, "sequence", m.Sequence)
+			if c.observer != nil {
+				c.observer.Transition(m.From, m.To, m.Source)
 			}
 		} else {
-			c.opts.Logger.Info("override changed", "level", m.To, "reason", m.Reason, "sequence", m.Sequence)
+			c.log.Info("override changed", "level", m.To, "reason", m.Reason, "sequence", m.Sequence)
 		}
 	}
 	if changed {
@@ -311,7 +323,7 @@ func (c *Controller) announce(moves []Transition, changed bool) {
 // writes the state as it is when the save starts, so the file never goes
 // back in time.
 func (c *Controller) save() {
-	if c.opts.Store == nil {
+	if c.store == nil {
 		return
 	}
 	c.saveMu.Lock()
@@ -319,8 +331,8 @@ func (c *Controller) save() {
 	c.mu.Lock()
 	p := c.persisted()
 	c.mu.Unlock()
-	if err := c.opts.Store.Save(p); err != nil {
-		c.opts.Logger.Error("cannot save state", "err", err)
+	if err := c.store.Save(p); err != nil {
+		c.log.Error("cannot save state", "err", err)
 	}
 }
 

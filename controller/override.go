@@ -51,7 +51,7 @@ func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	m, _ := c.commit(now, SourceOverride, reason, true)
 	st := c.publishLocked()
 	c.mu.Unlock()
-	c.announce([]Transition{m}, true)
+	c.announce([]Transition{m}, st, true)
 	return st, nil
 }
 
@@ -68,7 +68,7 @@ func (c *Controller) ClearOverride() *State {
 	m := c.endOverride(time.Now(), "override cleared: "+c.ovr.Reason)
 	st := c.publishLocked()
 	c.mu.Unlock()
-	c.announce([]Transition{m}, true)
+	c.announce([]Transition{m}, st, true)
 	return st
 }
 

@@ -6,9 +6,10 @@ import (
 )
 
 // Reconfigure replaces the controller's options, for a config reload. The
-// Store is kept. Levels in force are mapped by name onto the new table;
-// a level that no longer exists is clamped to the most severe remaining
-// one, which is recorded as a transition if it moves the published level.
+// Store, Observer and Logger given to New are kept. Levels in force are
+// mapped by name onto the new table; a level that no longer exists is
+// clamped to the most severe remaining one, which is recorded as a
+// transition if it moves the published level.
 func (c *Controller) Reconfigure(o Options) error {
 	if o.Table == nil {
 		return errors.New("controller: no level table")
@@ -16,7 +17,6 @@ func (c *Controller) Reconfigure(o Options) error {
 	o = o.withDefaults()
 	c.mu.Lock()
 	old := c.opts.Table
-	o.Store = c.opts.Store
 	c.opts = o
 	t := o.Table
 	c.auto = lookup(t, old.Level(c.auto).Name, c.auto)
@@ -38,12 +38,12 @@ func (c *Controller) Reconfigure(o Options) error {
 		}
 		moves = append(moves, c.record(now, name, SourceAuto, reason))
 	}
-	c.publishLocked()
+	st := c.publishLocked()
 	c.mu.Unlock()
 	select {
 	case c.reload <- struct{}{}:
 	default:
 	}
-	c.announce(moves, len(moves) > 0)
+	c.announce(moves, st, len(moves) > 0)
 	return nil
 }

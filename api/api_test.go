@@ -1,0 +1,371 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func pct(v float64) *float64 { return &v }
+
+func testTable(t testing.TB) *levels.Table {
+	t.Helper()
+	tab, err := levels.NewTable([]levels.Level{
+		{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: pct(1), CPUPercent: pct(60), Disable: []string{"recommendations"}},
+		{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: pct(5), CPUPercent: pct(70)},
+		{Name: "Major", PriorityThreshold: 50, ErrorRatePercent: pct(10), CPUPercent: pct(80)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// window is a fake error window that sums what it is given.
+type window struct {
+	mu       sync.Mutex
+	success  int64
+	failures int64
+}
+
+func (w *window) Record(_ time.Time, s, f int64) { w.mu.Lock(); w.success += s; w.failures += f; w.mu.Unlock() }
+
+func (w *window) Totals(time.Time) (int64, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.success + w.failures, w.failures
+}
+
+type rig struct {
+	c       *controller.Controller
+	win     *window
+	reg     *prometheus.Registry
+	tokens  *atomic.Pointer[Tokens]
+	h       http.Handler
+	reloads atomic.Int64
+}
+
+func newRig(t testing.TB, d Deps) *rig {
+	t.Helper()
+	r := &rig{win: &window{}, reg: prometheus.NewRegistry(), tokens: new(atomic.Pointer[Tokens])}
+	tab := testTable(t)
+	var names []string
+	for _, l := range tab.Levels() {
+		names = append(names, l.Name)
+	}
+	m := NewMetrics(r.reg, names)
+	c, err := controller.New(controller.Options{Table: tab, Errors: r.win, Observer: m, MinimumLevelDuration: time.Minute, Hysteresis: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c = c
+	r.tokens.Store(&Tokens{})
+	d.Controller, d.Outcomes, d.Gatherer, d.Metrics, d.Tokens = c, r.win, r.reg, m, r.tokens
+	r.h = NewServer(d)
+	return r
+}
+
+// do performs a request against the handler and returns the recorder.
+func (r *rig) do(method, target, body string, hdr ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	r.h.ServeHTTP(w, req)
+	return w
+}
+
+func decodeBody[T any](t *testing.T, w *httptest.ResponseRecorder) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
+		t.Fatalf("body %q: %v", w.Body.String(), err)
+	}
+	return v
+}
+
+func (r *rig) fail(t *testing.T, success, failure int) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]int{"success": success, "failure": failure})
+	if w := r.do("POST", "/v1/outcomes", string(body)); w.Code != http.StatusAccepted {
+		t.Fatalf("outcomes: %d %s", w.Code, w.Body)
+	}
+	r.c.Check(context.Background())
+}
+
+func TestLevelDocument(t *testing.T) {
+	r := newRig(t, Deps{})
+	r.fail(t, 939, 61)
+	w := r.do("GET", "/v1/level", "")
+	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /v1/level: %d %s", w.Code, w.Header().Get("Content-Type"))
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"level", "index", "priority_threshold", "disabled_features", "source", "recommended", "reason", "since", "earliest_recovery_at", "sequence", "override", "signals"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("state document lacks %q", k)
+		}
+	}
+	if doc["level"] != "Moderate" || doc["reason"] != "error_rate 6.10% > 5% (Moderate)" || doc["override"] != nil {
+		t.Errorf("document %v, want Moderate by error_rate with no override", doc)
+	}
+	sig := doc["signals"].(map[string]any)
+	if sig["cpu_percent"] != nil || sig["window_attempts"] != 1000.0 || sig["window_failures"] != 61.0 {
+		t.Errorf("signals %v, want cpu null (off) and the window counts", sig)
+	}
+	if got := w.Header().Get("ETag"); got != `W/"1"` {
+		t.Errorf("ETag %q, want W/\"1\"", got)
+	}
+	if w := r.do("GET", "/v1/level", "", "If-None-Match", `W/"1"`); w.Code != http.StatusNotModified || w.Body.Len() != 0 {
+		t.Errorf("If-None-Match current: %d, want 304 without a body", w.Code)
+	}
+	if w := r.do("GET", "/v1/level", "", "If-None-Match", `W/"0"`); w.Code != 200 {
+		t.Errorf("If-None-Match stale: %d, want 200", w.Code)
+	}
+}
+
+func TestLongPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, Deps{})
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() { done <- r.do("GET", "/v1/level?wait=30s&after=0", "") }()
+		synctest.Wait()
+		select {
+		case w := <-done:
+			t.Fatalf("long-poll answered before any change: %d %s", w.Code, w.Body)
+		default:
+		}
+		time.Sleep(10 * time.Second)
+		if _, err := r.c.SetOverride(controller.OverrideRequest{Level: "Major", Mode: controller.ModePin, TTL: time.Minute, Reason: "INC-1"}); err != nil {
+			t.Fatal(err)
+		}
+		w := <-done
+		if st := decodeBody[controller.State](t, w); w.Code != 200 || st.Sequence != 1 || st.Level != "Major" {
+			t.Fatalf("long-poll: %d %+v, want 200 with sequence 1 at Major", w.Code, st)
+		}
+
+		start := time.Now()
+		w = r.do("GET", "/v1/level?wait=30s&after=1", "")
+		if st := decodeBody[controller.State](t, w); w.Code != 200 || st.Sequence != 1 || time.Since(start) != 30*time.Second {
+			t.Fatalf("long-poll without change: %d seq %d after %v, want 200 with the current state after 30s", w.Code, st.Sequence, time.Since(start))
+		}
+		start = time.Now()
+		r.do("GET", "/v1/level?wait=10m&after=1", "")
+		if waited := time.Since(start); waited != time.Minute {
+			t.Errorf("wait=10m waited %v, want the 60s cap", waited)
+		}
+		if w := r.do("GET", "/v1/level?wait=30s&after=0", ""); w.Code != 200 {
+			t.Errorf("already past after: %d, want an immediate 200", w.Code)
+		}
+		for _, q := range []string{"wait=soon&after=0", "wait=1s&after=-1", "wait=1s", "after=3"} {
+			if w := r.do("GET", "/v1/level?"+q, ""); w.Code != 400 {
+				t.Errorf("?%s: %d, want 400", q, w.Code)
+			}
+		}
+	})
+}
+
+func TestAdmit(t *testing.T) {
+	r := newRig(t, Deps{})
+	if w := r.do("GET", "/v1/admit?priority=0", ""); w.Code != 204 || w.Header().Get("X-Degraded-Level") != "Normal" {
+		t.Fatalf("at Normal: %d level %q, want 204 Normal", w.Code, w.Header().Get("X-Degraded-Level"))
+	}
+	r.fail(t, 85, 15) // Major: threshold 50
+	tests := []struct {
+		query string
+		code  int
+	}{
+		{"priority=50", 204},
+		{"priority=2147483647", 204},
+		{"priority=49", 503},
+		{"priority=49&deny_status=403", 403},
+		{"priority=49&deny_status=429", 429},
+		{"priority=49&deny_status=500", 400},
+		{"priority=high", 400},
+		{"priority=-1", 400},
+		{"", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			w := r.do("GET", "/v1/admit?"+tt.query, "")
+			if w.Code != tt.code {
+				t.Fatalf("%d %s, want %d", w.Code, w.Body, tt.code)
+			}
+			if tt.code == 503 || tt.code == 403 || tt.code == 429 {
+				b := decodeBody[shedBody](t, w)
+				if b.Error != "shed" || b.Level != "Major" || b.PriorityThreshold != 50 {
+					t.Errorf("shed body %+v", b)
+				}
+				if ra := w.Header().Get("Retry-After"); ra != "60" {
+					t.Errorf("Retry-After %q, want 60 (the minimum level duration)", ra)
+				}
+			}
+		})
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	r := newRig(t, Deps{})
+	big := `{"success":1,"failure":1,"x":"` + strings.Repeat("a", 70<<10) + `"}`
+	tests := []struct {
+		name, method, path, body, ctype string
+		code                             int
+		msg                              string
+	}{
+		{"unknown field", "POST", "/v1/outcomes", `{"success":1,"failures":2}`, "", 400, `unknown field "failures"`},
+		{"negative", "POST", "/v1/outcomes", `{"success":-1}`, "", 400, "success must be an integer 0..1000000000 (was -1)"},
+		{"too many", "POST", "/v1/outcomes", `{"failure":1000000001}`, "", 400, "failure must be an integer"},
+		{"float", "POST", "/v1/outcomes", `{"success":1.5}`, "", 400, `field "success" must be int64`},
+		{"string count", "POST", "/v1/outcomes", `{"success":"1"}`, "", 400, `field "success"`},
+		{"not json", "POST", "/v1/outcomes", `success=1`, "", 400, "not valid JSON"},
+		{"truncated", "POST", "/v1/outcomes", `{"success":1`, "", 400, "not valid JSON"},
+		{"empty object", "POST", "/v1/outcomes", `{}`, "", 400, `"success" and/or "failure"`},
+		{"two values", "POST", "/v1/outcomes", `{"success":1}{"success":1}`, "", 400, "single JSON object"},
+		{"content type", "POST", "/v1/outcomes", `{"success":1}`, "text/plain", 415, "application/json"},
+		{"too large", "POST", "/v1/outcomes", big, "", 413, "larger than 65536 bytes"},
+		{"override unknown level", "PUT", "/v1/override", `{"level":"Panic","mode":"pin","ttl":"1m","reason":"x"}`, "", 400, `unknown level "Panic"`},
+		{"override bad ttl", "PUT", "/v1/override", `{"level":"Major","mode":"pin","ttl":"forever","reason":"x"}`, "", 400, `ttl must be a duration`},
+		{"override long ttl", "PUT", "/v1/override", `{"level":"Major","mode":"pin","ttl":"48h","reason":"x"}`, "", 400, "ttl must be between 1s and 24h0m0s"},
+		{"override no reason", "PUT", "/v1/override", `{"level":"Major","mode":"pin","ttl":"1m"}`, "", 400, "reason must be 1 to 500"},
+		{"override bad mode", "PUT", "/v1/override", `{"level":"Major","mode":"max","ttl":"1m","reason":"x"}`, "", 400, "mode must be pin or floor"},
+		{"history limit", "GET", "/v1/history?limit=0", "", "", 400, "limit must be an integer 1..1000"},
+		{"unknown path", "GET", "/v2/level", "", "", 404, "no such endpoint"},
+		{"wrong method", "DELETE", "/v1/level", "", "", 405, "method not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			ct := tt.ctype
+			if ct == "" {
+				ct = "application/json"
+			}
+			req.Header.Set("Content-Type", ct)
+			w := httptest.NewRecorder()
+			r.h.ServeHTTP(w, req)
+			if w.Code != tt.code {
+				t.Fatalf("%d %s, want %d", w.Code, w.Body, tt.code)
+			}
+			if b := decodeBody[errorBody](t, w); !strings.Contains(b.Error, tt.msg) {
+				t.Errorf("error %q, want it to contain %q", b.Error, tt.msg)
+			}
+		})
+	}
+	if a, f := r.win.Totals(time.Now()); a != 0 || f != 0 {
+		t.Errorf("rejected reports reached the window: %d attempts %d failures", a, f)
+	}
+}
+
+func TestOverrideAndAuth(t *testing.T) {
+	r := newRig(t, Deps{Reload: func() error { return nil }})
+	r.tokens.Store(&Tokens{Admin: "s3cret", Report: "rep"})
+	body := `{"level":"Major","mode":"floor","ttl":"15m","reason":"INC-42"}`
+	for _, tc := range []struct{ name, auth string }{{"none", ""}, {"wrong", "Bearer nope"}, {"report token", "Bearer rep"}, {"basic", "Basic s3cret"}} {
+		w := r.do("PUT", "/v1/override", body, "Authorization", tc.auth)
+		if w.Code != 401 || w.Header().Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: %d %q, want 401 with WWW-Authenticate", tc.name, w.Code, w.Header().Get("WWW-Authenticate"))
+		}
+		if strings.Contains(w.Body.String(), "s3cret") {
+			t.Errorf("%s: the token leaked into the answer", tc.name)
+		}
+	}
+	if w := r.do("POST", "/v1/outcomes", `{"success":1}`, "Authorization", "Bearer s3cret"); w.Code != 401 {
+		t.Errorf("outcomes with the admin token: %d, want 401", w.Code)
+	}
+	if w := r.do("POST", "/v1/outcomes", `{"success":1}`, "Authorization", "Bearer rep"); w.Code != 202 {
+		t.Errorf("outcomes with the report token: %d, want 202", w.Code)
+	}
+	if w := r.do("POST", "/-/reload", "", "Authorization", "Bearer rep"); w.Code != 401 {
+		t.Errorf("reload with the report token: %d, want 401", w.Code)
+	}
+	if r.c.State().Sequence != 0 {
+		t.Fatal("an unauthenticated request changed the state")
+	}
+
+	w := r.do("PUT", "/v1/override", body, "Authorization", "bearer s3cret")
+	st := decodeBody[controller.State](t, w)
+	if w.Code != 200 || st.Level != "Major" || st.Source != "override" || st.Override == nil || st.Override.Mode != "floor" {
+		t.Fatalf("PUT: %d %+v", w.Code, st)
+	}
+	if !st.Override.ExpiresAt.Equal(st.Override.SetAt.Add(15 * time.Minute)) {
+		t.Errorf("override %+v, want expiry 15m after set", st.Override)
+	}
+	got := decodeBody[map[string]*controller.Override](t, r.do("GET", "/v1/override", ""))
+	if o := got["override"]; o == nil || o.Reason != "INC-42" {
+		t.Errorf("GET /v1/override = %v", got)
+	}
+	w = r.do("DELETE", "/v1/override", "", "Authorization", "Bearer s3cret")
+	if st := decodeBody[controller.State](t, w); w.Code != 200 || st.Override != nil || st.Level != "Major" || st.Sequence != 2 {
+		t.Fatalf("DELETE: %d %+v, want no override, still Major, sequence 2", w.Code, st)
+	}
+	w = r.do("DELETE", "/v1/override", "", "Authorization", "Bearer s3cret")
+	if st := decodeBody[controller.State](t, w); w.Code != 200 || st.Sequence != 2 {
+		t.Errorf("DELETE without an override: %d seq %d, want a 200 no-op", w.Code, st.Sequence)
+	}
+	h := decodeBody[map[string][]controller.Transition](t, r.do("GET", "/v1/history?limit=1", ""))
+	if tr := h["transitions"]; len(tr) != 1 || tr[0].Reason != "override cleared: INC-42" || tr[0].Source != "override" {
+		t.Errorf("history %+v, want the clear, newest first", tr)
+	}
+}
+
+func TestLevelsAndProbes(t *testing.T) {
+	r := newRig(t, Deps{})
+	ls := decodeBody[map[string][]levelRow](t, r.do("GET", "/v1/levels", ""))["levels"]
+	if len(ls) != 4 || ls[0].Name != "Normal" || ls[0].CPUPercent != nil || ls[3].Name != "Major" || *ls[3].CPUPercent != 80 || ls[1].Disable[0] != "recommendations" {
+		t.Errorf("levels %+v", ls)
+	}
+	raw := r.do("GET", "/v1/levels", "").Body.String()
+	if !strings.Contains(raw, `"memory_percent":null`) {
+		t.Errorf("an unset threshold must be null: %s", raw)
+	}
+	if w := r.do("GET", "/healthz", ""); w.Code != 200 {
+		t.Errorf("healthz %d", w.Code)
+	}
+	if w := r.do("GET", "/readyz", ""); w.Code != 503 {
+		t.Errorf("readyz before the first check: %d, want 503", w.Code)
+	}
+	r.c.Check(context.Background())
+	if w := r.do("GET", "/readyz", ""); w.Code != 200 {
+		t.Errorf("readyz after the first check: %d, want 200", w.Code)
+	}
+}
+
+func TestReload(t *testing.T) {
+	var calls atomic.Int64
+	r := newRig(t, Deps{Reload: func() error {
+		if calls.Add(1) == 2 {
+			return errBadConfig
+		}
+		return nil
+	}})
+	if w := r.do("POST", "/-/reload", ""); w.Code != 200 {
+		t.Fatalf("reload: %d %s", w.Code, w.Body)
+	}
+	w := r.do("POST", "/-/reload", "")
+	if b := decodeBody[errorBody](t, w); w.Code != 400 || !strings.Contains(b.Error, "health_check_interval: must be > 0 (was 0s)") {
+		t.Fatalf("invalid reload: %d %q, want 400 naming the problem", w.Code, b.Error)
+	}
+}
+
+type configError string
+
+func (e configError) Error() string { return string(e) }
+
+const errBadConfig = configError("health_check_interval: must be > 0 (was 0s)")

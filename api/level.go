@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/degraded/degraded/controller"
+)
+
+// etag is the weak tag of a state: it covers the level and override, which
+// only change with the sequence, not the signals.
+func etag(st *controller.State) string { return fmt.Sprintf(`W/"%d"`, st.Sequence) }
+
+// handleLevel serves the state document. With ?wait=D&after=N it waits until
+// the sequence passes N or D ends (at most maxWait), then answers either way.
+func handleLevel(c Controller, maxWait time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Has("wait") || q.Has("after") {
+			wait, err := time.ParseDuration(q.Get("wait"))
+			if err != nil || wait < 0 {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("wait must be a duration such as 30s (was %q)", q.Get("wait")))
+				return
+			}
+			after, err := strconv.ParseUint(q.Get("after"), 10, 64)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("after must be a sequence number (was %q)", q.Get("after")))
+				return
+			}
+			waitFor(r.Context(), c, after, min(wait, maxWait))
+		}
+		st := c.State()
+		tag := etag(st)
+		w.Header().Set("ETag", tag)
+		w.Header().Set("Cache-Control", "no-cache")
+		if matchesETag(r.Header.Get("If-None-Match"), tag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	}
+}
+
+// waitFor returns once the sequence passes after, d elapses or ctx ends.
+func waitFor(ctx context.Context, c Controller, after uint64, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		changed := c.LevelChanged()
+		if c.State().Sequence > after {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// matchesETag reports whether an If-None-Match header names tag, comparing
+// weakly as RFC 9110 says for If-None-Match.
+func matchesETag(header, tag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == strings.TrimPrefix(tag, "W/") {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter is the whole seconds until the level could next drop, at least 1.
+func retryAfter(st *controller.State, now time.Time) int {
+	if st.EarliestRecoveryAt == nil {
+		return 1
+	}
+	return max(1, int(math.Ceil(st.EarliestRecoveryAt.Sub(now).Seconds())))
+}
+
+type shedBody struct {
+	Error             string `json:"error"`
+	Level             string `json:"level"`
+	PriorityThreshold int    `json:"priority_threshold"`
+}
+
+// handleAdmit answers a proxy's "may I serve priority N?": 204 if admitted,
+// else deny_status (403, 429 or 503) with Retry-After.
+func handleAdmit(c Controller) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		p, err := strconv.ParseInt(q.Get("priority"), 10, 64)
+		if err != nil || p < 0 || p > math.MaxInt32 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("priority must be an integer 0..%d (was %q)", math.MaxInt32, q.Get("priority")))
+			return
+		}
+		deny := http.StatusServiceUnavailable
+		if s := q.Get("deny_status"); s != "" {
+			switch s {
+			case "403", "429", "503":
+				deny, _ = strconv.Atoi(s)
+			default:
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("deny_status must be 403, 429 or 503 (was %q)", s))
+				return
+			}
+		}
+		st := c.State()
+		w.Header().Set("X-Degraded-Level", st.Level)
+		if int(p) >= st.PriorityThreshold {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(st, time.Now())))
+		writeJSON(w, deny, shedBody{Error: "shed", Level: st.Level, PriorityThreshold: st.PriorityThreshold})
+	}
+}

@@ -1,0 +1,178 @@
+package api
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/degraded/degraded/controller"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the daemon's Prometheus series (prefix degraded_). Build them
+// with NewMetrics; a nil *Metrics records nothing. Metrics implements
+// controller.Observer and is safe for concurrent use.
+type Metrics struct {
+	level           prometheus.Gauge
+	levelInfo       *prometheus.GaugeVec
+	recommended     prometheus.Gauge
+	threshold       prometheus.Gauge
+	transitions     *prometheus.CounterVec
+	cpu             prometheus.Gauge
+	memory          prometheus.Gauge
+	errorRate       prometheus.Gauge
+	outcomesTotal   *prometheus.CounterVec
+	overrideActive  prometheus.Gauge
+	sseSubscribers  prometheus.Gauge
+	checkDuration   prometheus.Histogram
+	sampleErrors    *prometheus.CounterVec
+	reloadOK        prometheus.Gauge
+	reloadTimestamp prometheus.Gauge
+
+	mu         sync.Mutex // guards levelNames
+	levelNames []string
+}
+
+var _ controller.Observer = (*Metrics)(nil)
+
+// NewMetrics builds the series and registers them, with the Go and process
+// collectors, on reg. levelNames are the table's names, Normal first, so
+// that every level_info series exists from the start.
+func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "degraded", Name: name, Help: help})
+	}
+	m := &Metrics{
+		level:          g("level", "Index of the published degradation level (0 is Normal)."),
+		levelInfo:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "level_info", Help: "1 for the published level, 0 for the others."}, []string{"level"}),
+		recommended:    g("recommended_level", "Index of the level the signals recommend at the last health check."),
+		threshold:      g("priority_threshold", "Lowest priority admitted at the published level."),
+		transitions:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "level_transitions_total", Help: "Changes of the published level."}, []string{"from", "to", "source"}),
+		cpu:            g("signal_cpu_percent", "CPU use at the last health check, percent (NaN when unavailable)."),
+		memory:         g("signal_memory_percent", "Memory use at the last health check, percent (NaN when unavailable)."),
+		errorRate:      g("signal_error_rate_percent", "Error rate over the window at the last health check, percent (NaN when unavailable)."),
+		outcomesTotal:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "outcomes_total", Help: "Outcomes reported by services."}, []string{"result"}),
+		overrideActive: g("override_active", "1 while an operator override is active."),
+		sseSubscribers: g("sse_subscribers", "Open Server-Sent Events streams."),
+		checkDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "degraded", Name: "health_check_duration_seconds", Help: "Time taken by each health check.",
+			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1}}),
+		sampleErrors:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "sample_errors_total", Help: "Failed signal samples."}, []string{"signal"}),
+		reloadOK:        g("config_last_reload_successful", "1 if the last configuration reload succeeded."),
+		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
+		levelNames:      append([]string(nil), levelNames...),
+	}
+	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.cpu, m.memory, m.errorRate,
+		m.outcomesTotal, m.overrideActive, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.reloadOK, m.reloadTimestamp,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, r := range []string{"success", "failure"} {
+		m.outcomesTotal.WithLabelValues(r)
+	}
+	for _, s := range []string{"cpu", "memory"} {
+		m.sampleErrors.WithLabelValues(s)
+	}
+	for _, n := range levelNames {
+		m.levelInfo.WithLabelValues(n).Set(0)
+	}
+	m.reloadOK.Set(1)
+	m.reloadTimestamp.Set(float64(time.Now().Unix()))
+	for _, g := range []prometheus.Gauge{m.cpu, m.memory, m.errorRate} {
+		g.Set(math.NaN())
+	}
+	return m
+}
+
+// Published updates the level gauges from a published state.
+func (m *Metrics) Published(s *controller.State) {
+	if m == nil {
+		return
+	}
+	m.level.Set(float64(s.Index))
+	m.threshold.Set(float64(s.PriorityThreshold))
+	m.mu.Lock()
+	for i, n := range m.levelNames {
+		if n == s.Recommended {
+			m.recommended.Set(float64(i))
+		}
+		if n != s.Level {
+			m.levelInfo.WithLabelValues(n).Set(0)
+		}
+	}
+	m.mu.Unlock()
+	m.levelInfo.WithLabelValues(s.Level).Set(1)
+	if s.Override != nil {
+		m.overrideActive.Set(1)
+	} else {
+		m.overrideActive.Set(0)
+	}
+	m.cpu.Set(orNaN(s.Signals.CPUPercent))
+	m.memory.Set(orNaN(s.Signals.MemoryPercent))
+	m.errorRate.Set(orNaN(s.Signals.ErrorRatePercent))
+}
+
+// Transition counts a change of the published level.
+func (m *Metrics) Transition(from, to, source string) {
+	if m == nil {
+		return
+	}
+	m.transitions.WithLabelValues(from, to, source).Inc()
+}
+
+// HealthCheck records a health check's duration and failed samples.
+func (m *Metrics) HealthCheck(d time.Duration, failed []string) {
+	if m == nil {
+		return
+	}
+	m.checkDuration.Observe(d.Seconds())
+	for _, s := range failed {
+		m.sampleErrors.WithLabelValues(s).Inc()
+	}
+}
+
+// Reloaded records the outcome of a configuration reload.
+func (m *Metrics) Reloaded(ok bool, at time.Time) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.reloadOK.Set(1)
+		m.reloadTimestamp.Set(float64(at.Unix()))
+		return
+	}
+	m.reloadOK.Set(0)
+}
+
+// SetLevelNames replaces the level names after a reload changed the table.
+func (m *Metrics) SetLevelNames(names []string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.levelInfo.Reset()
+	for _, n := range names {
+		m.levelInfo.WithLabelValues(n).Set(0)
+	}
+	m.levelNames = append([]string(nil), names...)
+}
+
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+func (m *Metrics) outcomes(success, failure int64) {
+	if m == nil {
+		return
+	}
+	m.outcomesTotal.WithLabelValues("success").Add(float64(success))
+	m.outcomesTotal.WithLabelValues("failure").Add(float64(failure))
+}
+
+func (m *Metrics) subscribed(delta float64) {
+	if m != nil {
+		m.sseSubscribers.Add(delta)
+	}
+}

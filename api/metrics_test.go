@@ -1,0 +1,89 @@
+package api
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func readBody(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func gaugeValue(t *testing.T, r *rig, name string) float64 {
+	t.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func TestMetricsLint(t *testing.T) {
+	r := newRig(t, Deps{})
+	r.fail(t, 85, 15)
+	problems, err := testutil.GatherAndLint(r.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestMetricsFollowTheLevel(t *testing.T) {
+	r := newRig(t, Deps{})
+	r.fail(t, 85, 15) // Normal -> Major
+	w := r.do("GET", "/metrics", "")
+	if w.Code != 200 {
+		t.Fatalf("/metrics: %d", w.Code)
+	}
+	body := w.Body.String()
+	for _, want := range []string{
+		`degraded_level 3`,
+		`degraded_level_info{level="Major"} 1`,
+		`degraded_level_info{level="Normal"} 0`,
+		`degraded_recommended_level 3`,
+		`degraded_priority_threshold 50`,
+		`degraded_level_transitions_total{from="Normal",source="auto",to="Major"} 1`,
+		`degraded_outcomes_total{result="failure"} 15`,
+		`degraded_outcomes_total{result="success"} 85`,
+		`degraded_signal_error_rate_percent 15`,
+		`degraded_signal_cpu_percent NaN`,
+		`degraded_override_active 0`,
+		`degraded_health_check_duration_seconds_count 1`,
+		`degraded_sample_errors_total{signal="cpu"} 0`,
+		`degraded_config_last_reload_successful 1`,
+		`go_goroutines `,
+		`process_`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	r.do("PUT", "/v1/override", `{"level":"Minor","mode":"pin","ttl":"1m","reason":"x"}`)
+	if err := testutil.CollectAndCompare(r.reg, strings.NewReader(`
+# HELP degraded_override_active 1 while an operator override is active.
+# TYPE degraded_override_active gauge
+degraded_override_active 1
+`), "degraded_override_active"); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(r.do("GET", "/metrics", "").Body.String(), `degraded_level_transitions_total{from="Major",source="override",to="Minor"} 1`) {
+		t.Error("an override's level change must count as a transition with source override")
+	}
+}

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Controller is what the API reads from and asks of the controller.
+type Controller interface {
+	State() *controller.State
+	LevelChanged() <-chan struct{}
+	Sampled() <-chan struct{}
+	Ready() bool
+	History(limit int) []controller.Transition
+	Table() *levels.Table
+	SetOverride(controller.OverrideRequest) (*controller.State, error)
+	ClearOverride() *controller.State
+}
+
+// Outcomes is the error window that POST /v1/outcomes feeds.
+type Outcomes interface {
+	Record(now time.Time, success, failure int64)
+}
+
+// Tokens are the bearer tokens in force; an empty token leaves its
+// endpoints open. Held behind an atomic pointer so a reload can swap them.
+type Tokens struct {
+	// Admin protects override changes and reload.
+	Admin string
+	// Report protects POST /v1/outcomes.
+	Report string
+}
+
+// Deps is everything NewServer needs. Zero fields take the documented
+// defaults; Controller and Outcomes are required.
+type Deps struct {
+	Controller Controller
+	Outcomes   Outcomes
+	// Tokens holds the current Tokens; nil means no tokens (open).
+	Tokens *atomic.Pointer[Tokens]
+	// Reload re-reads the configuration; nil makes POST /-/reload a 404.
+	// Its error, if any, is shown to the (authenticated) caller.
+	Reload func() error
+	// Gatherer serves /metrics; nil serves an empty registry.
+	Gatherer prometheus.Gatherer
+	// Metrics counts outcomes and subscribers; nil counts nothing.
+	Metrics *Metrics
+	// Heartbeat is the SSE ping period (default 15s).
+	Heartbeat time.Duration
+	// MaxSubscribers bounds concurrent SSE streams (default 20000).
+	MaxSubscribers int
+	// MaxWait bounds long-poll waits (default 60s).
+	MaxWait time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+type server struct {
+	Deps
+	subscribers atomic.Int64
+}
+
+// NewServer returns the daemon's HTTP handler.
+func NewServer(d Deps) http.Handler {
+	if d.Heartbeat <= 0 {
+		d.Heartbeat = 15 * time.Second
+	}
+	if d.MaxSubscribers <= 0 {
+		d.MaxSubscribers = 20000
+	}
+	if d.MaxWait <= 0 {
+		d.MaxWait = 60 * time.Second
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Tokens == nil {
+		d.Tokens = new(atomic.Pointer[Tokens])
+	}
+	if d.Tokens.Load() == nil {
+		d.Tokens.Store(&Tokens{})
+	}
+	if d.Gatherer == nil {
+		d.Gatherer = prometheus.NewRegistry()
+	}
+	s := &server{Deps: d}
+	return s.routes()
+}

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// handleStream serves the level as Server-Sent Events: the current state on
+// connect, then one event per change, a ping every heartbeat and, with
+// ?samples=1, the signals after every health check. Each subscriber reads
+// the latest snapshot when woken, so a slow one skips intermediate states
+// and holds no queue.
+func (s *server) handleStream() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.subscribers.Add(1) > int64(s.MaxSubscribers) {
+			s.subscribers.Add(-1)
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("subscriber limit of %d reached", s.MaxSubscribers))
+			return
+		}
+		s.Metrics.subscribed(1)
+		defer func() {
+			s.subscribers.Add(-1)
+			s.Metrics.subscribed(-1)
+		}()
+		samples := r.URL.Query().Get("samples") == "1"
+
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Time{}) // streams outlive the server's write timeout
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+
+		c := s.Controller
+		levelCh, sampleCh := c.LevelChanged(), c.Sampled()
+		st := c.State()
+		last := st.Sequence
+		if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
+			return
+		}
+		if writeEvent(w, "level", st.Sequence, st) != nil || rc.Flush() != nil {
+			return
+		}
+		ping := time.NewTicker(s.Heartbeat)
+		defer ping.Stop()
+		for {
+			var err error
+			select {
+			case <-r.Context().Done():
+				return
+			case <-ping.C:
+				_, err = io.WriteString(w, ": ping\n\n")
+			case <-levelCh:
+			case <-sampleCh:
+			}
+			sampled := isClosed(sampleCh)
+			levelCh, sampleCh = c.LevelChanged(), c.Sampled()
+			st := c.State()
+			if err == nil && st.Sequence != last {
+				last = st.Sequence
+				err = writeEvent(w, "level", st.Sequence, st)
+			}
+			if err == nil && samples && sampled {
+				err = writeEvent(w, "sample", st.Sequence, st.Signals)
+			}
+			if err != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeEvent writes one SSE event; JSON holds no newlines, so data is one line.
+func writeEvent(w io.Writer, event string, id uint64, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", id, event, b)
+	return err
+}

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/degraded/degraded/controller"
+)
+
+// maxCount bounds each count of an outcome report.
+const maxCount = 1_000_000_000
+
+type outcomesBody struct {
+	Success *int64 `json:"success"`
+	Failure *int64 `json:"failure"`
+}
+
+func handleOutcomes(o Outcomes, m *Metrics) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b outcomesBody
+		if err := decode(w, r, &b); err != nil {
+			writeError(w, err.status, err.msg)
+			return
+		}
+		if b.Success == nil && b.Failure == nil {
+			writeError(w, http.StatusBadRequest, `body must have "success" and/or "failure"`)
+			return
+		}
+		s, f := deref(b.Success), deref(b.Failure)
+		for _, c := range []struct {
+			name string
+			v    int64
+		}{{"success", s}, {"failure", f}} {
+			if c.v < 0 || c.v > maxCount {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("%s must be an integer 0..%d (was %d)", c.name, maxCount, c.v))
+				return
+			}
+		}
+		o.Record(time.Now(), s, f)
+		m.outcomes(s, f)
+		writeJSON(w, http.StatusAccepted, map[string]int64{"accepted": s + f})
+	}
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+type overrideBody struct {
+	Level  string `json:"level"`
+	Mode   string `json:"mode"`
+	TTL    string `json:"ttl"`
+	Reason string `json:"reason"`
+}
+
+func handleGetOverride(c Controller) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]*controller.Override{"override": c.State().Override})
+	}
+}
+
+func handleSetOverride(c Controller) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b overrideBody
+		if err := decode(w, r, &b); err != nil {
+			writeError(w, err.status, err.msg)
+			return
+		}
+		if b.Mode == "" {
+			b.Mode = string(controller.ModePin)
+		}
+		ttl, err := time.ParseDuration(b.TTL)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("ttl must be a duration such as 15m (was %q)", b.TTL))
+			return
+		}
+		st, err := c.SetOverride(controller.OverrideRequest{Level: b.Level, Mode: controller.Mode(b.Mode), TTL: ttl, Reason: b.Reason})
+		if errors.Is(err, controller.ErrInvalidOverride) {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "override not applied")
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	}
+}
+
+func handleClearOverride(c Controller) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, c.ClearOverride())
+	}
+}
+
+// handleReload re-reads the configuration; an invalid one is refused with
+// every problem and the old one stays in force.
+func handleReload(reload func() error, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if err := reload(); err != nil {
+			log.Error("reload refused", "err", err)
+			writeError(w, http.StatusBadRequest, "config not reloaded: "+err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
+	}
+}
+
+type tokenKind int
+
+const (
+	adminToken tokenKind = iota
+	reportToken
+)
+
+// requireToken checks the bearer token of the given kind in constant time;
+// an empty configured token leaves the endpoint open.
+func (s *server) requireToken(kind tokenKind) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tokens := s.Tokens.Load()
+			want := tokens.Admin
+			if kind == reportToken {
+				want = tokens.Report
+			}
+			if want != "" {
+				got, ok := bearer(r)
+				if !ok || !tokenEqual(got, want) {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="degraded"`)
+					writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+// tokenEqual compares in constant time, hashing first so that not even the
+// length of the configured token leaks.
+func tokenEqual(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}

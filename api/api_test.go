@@ -39,7 +39,12 @@ type window struct {
 	failures int64
 }
 
-func (w *window) Record(_ time.Time, s, f int64) { w.mu.Lock(); w.success += s; w.failures += f; w.mu.Unlock() }
+func (w *window) Record(_ time.Time, s, f int64) {
+	w.mu.Lock()
+	w.success += s
+	w.failures += f
+	w.mu.Unlock()
+}
 
 func (w *window) Totals(time.Time) (int64, int64) {
 	w.mu.Lock()
@@ -227,8 +232,8 @@ func TestBadInputs(t *testing.T) {
 	big := `{"success":1,"failure":1,"x":"` + strings.Repeat("a", 70<<10) + `"}`
 	tests := []struct {
 		name, method, path, body, ctype string
-		code                             int
-		msg                              string
+		code                            int
+		msg                             string
 	}{
 		{"unknown field", "POST", "/v1/outcomes", `{"success":1,"failures":2}`, "", 400, `unknown field "failures"`},
 		{"negative", "POST", "/v1/outcomes", `{"success":-1}`, "", 400, "success must be an integer 0..1000000000 (was -1)"},

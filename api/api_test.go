@@ -136,6 +136,9 @@ func TestLevelDocument(t *testing.T) {
 	if sig["cpu_percent"] != nil || sig["window_attempts"] != 1000.0 || sig["window_failures"] != 61.0 {
 		t.Errorf("signals %v, want cpu null (off) and the window counts", sig)
 	}
+	if !strings.Contains(w.Body.String(), `"error_rate 6.10% > 5% (Moderate)"`) {
+		t.Errorf("reason must be readable in the raw JSON, without \\u003e: %s", w.Body)
+	}
 	if got := w.Header().Get("ETag"); got != `W/"1"` {
 		t.Errorf("ETag %q, want W/\"1\"", got)
 	}

@@ -22,7 +22,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	_ = enc.Encode(v) // the client went away; nothing to do
+	enc.SetEscapeHTML(false) // reasons hold ">"
+	_ = enc.Encode(v)        // the client went away; nothing to do
 }
 
 // writeError answers {"error": msg}.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -85,10 +86,14 @@ func isClosed(ch <-chan struct{}) bool {
 
 // writeEvent writes one SSE event; JSON holds no newlines, so data is one line.
 func writeEvent(w io.Writer, event string, id uint64, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "id: %d\nevent: %s\ndata: ", id, event)
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // ends the data line with "\n"
 		return err
 	}
-	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", id, event, b)
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/degraded/degraded/api"
+	"github.com/degraded/degraded/config"
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/signals"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+)
+
+func serveCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon",
+		Args:  cobra.NoArgs,
+	}
+	path := cmd.Flags().String("config", "", "YAML config file (default: the embedded defaults)")
+	cmd.Flags().String("listen", "", "address to listen on (overrides the config's listen)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		load := func() (*config.Config, []string, error) {
+			return config.Load(config.LoadOptions{Path: *path, Environ: environ, Flags: cmd.Flags()})
+		}
+		return serve(cmd.Context(), load, stdout, stderr)
+	}
+	return cmd
+}
+
+// daemon is the wired program: everything serve starts and reload touches.
+type daemon struct {
+	log     *slog.Logger
+	ctrl    *controller.Controller
+	metrics *api.Metrics
+	tokens  atomic.Pointer[api.Tokens]
+	window  *errwindow.Window
+	cfg     atomic.Pointer[config.Config]
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// controllerOptions maps a config onto the controller's options; the
+// window, store, observer and logger are supplied by the caller.
+func controllerOptions(c *config.Config, window controller.ErrorRate) (controller.Options, error) {
+	table, err := c.Table()
+	if err != nil {
+		return controller.Options{}, err
+	}
+	cpu, err := signals.CPU(c.Signals.CPU.Source, c.Signals.CgroupPath)
+	if err != nil {
+		return controller.Options{}, err
+	}
+	mem, err := signals.Memory(c.Signals.Memory.Source, c.Signals.CgroupPath)
+	if err != nil {
+		return controller.Options{}, err
+	}
+	o := controller.Options{
+		Table:                table,
+		HealthCheckInterval:  c.HealthCheckInterval,
+		MinimumLevelDuration: c.MinimumLevelDuration,
+		EscalationDelay:      c.EscalationDelay,
+		EscalateAfter:        c.EscalateAfter,
+		MinThroughput:        c.MinThroughput,
+		Hysteresis:           c.Hysteresis,
+		ManualOnly:           !c.EnableAutoAdjustment,
+		MaxOverrideTTL:       c.MaxOverrideTTL,
+		Errors:               window,
+	}
+	// A nil signals.Sampler must stay a nil interface: "off".
+	if cpu != nil {
+		o.CPU = cpu
+	}
+	if mem != nil {
+		o.Memory = mem
+	}
+	return o, nil
+}
+
+func tokensOf(c *config.Config) (*api.Tokens, error) {
+	admin, err := c.AdminToken()
+	if err != nil {
+		return nil, err
+	}
+	return &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}, nil
+}
+
+func serve(ctx context.Context, load func() (*config.Config, []string, error), stdout, stderr io.Writer) error {
+	cfg, warnings, err := load()
+	if err != nil {
+		return err
+	}
+	d := &daemon{log: newLogger(cfg.Log, stderr)}
+	d.cfg.Store(cfg)
+	for _, w := range warnings {
+		d.log.Warn("config: " + w)
+	}
+	d.window, err = errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets})
+	if err != nil {
+		return err
+	}
+	opts, err := controllerOptions(cfg, d.window)
+	if err != nil {
+		return err
+	}
+	tokens, err := tokensOf(cfg)
+	if err != nil {
+		return err
+	}
+	d.tokens.Store(tokens)
+
+	reg := prometheus.NewRegistry()
+	d.metrics = api.NewMetrics(reg, levelNames(opts))
+	opts.Observer, opts.Logger = d.metrics, d.log
+	if cfg.DataDir != "" {
+		opts.Store = &controller.FileStore{Dir: cfg.DataDir}
+	}
+	d.ctrl, err = controller.New(opts)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	if cfg.TLS.Enabled() {
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("load tls key pair: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+
+	handler := api.NewServer(api.Deps{
+		Controller:     d.ctrl,
+		Outcomes:       d.window,
+		Tokens:         &d.tokens,
+		Reload:         func() error { return d.reload(load) },
+		Gatherer:       reg,
+		Metrics:        d.metrics,
+		Heartbeat:      cfg.SSE.Heartbeat,
+		MaxSubscribers: cfg.SSE.MaxSubscribers,
+		Logger:         d.log,
+	})
+	base, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      90 * time.Second, // above the 60s long-poll cap; SSE lifts it per stream
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	ctrlDone := make(chan error, 1)
+	go func() { ctrlDone <- d.ctrl.Run(runCtx) }()
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(ln) }()
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	scheme := "http"
+	if cfg.TLS.Enabled() {
+		scheme = "https"
+	}
+	d.log.Info("degraded serving", "addr", scheme+"://"+ln.Addr().String(), "levels", len(levelNames(opts)), "data_dir", cfg.DataDir)
+	fmt.Fprintf(stdout, "degraded listening on %s://%s\n", scheme, ln.Addr())
+
+	var serveErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-hup:
+			if err := d.reload(load); err != nil {
+				d.log.Error("reload refused, keeping the old config", "err", err)
+			}
+		case serveErr = <-srvDone:
+			break loop
+		}
+	}
+	d.log.Info("shutting down")
+	endStreams()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		d.log.Warn("shutdown", "err", err)
+	}
+	stopRun()
+	<-ctrlDone // saves the state
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}
+
+func levelNames(o controller.Options) []string {
+	var names []string
+	for _, l := range o.Table.Levels() {
+		names = append(names, l.Name)
+	}
+	return names
+}
+
+// reload re-reads the config and applies it; an invalid config changes
+// nothing. Keys that need a restart are logged when they change.
+func (d *daemon) reload(load func() (*config.Config, []string, error)) error {
+	cfg, warnings, err := load()
+	if err == nil {
+		var opts controller.Options
+		var tokens *api.Tokens
+		if opts, err = controllerOptions(cfg, d.window); err == nil {
+			if tokens, err = tokensOf(cfg); err == nil {
+				err = d.ctrl.Reconfigure(opts)
+			}
+		}
+		if err == nil {
+			d.tokens.Store(tokens)
+			d.metrics.SetLevelNames(levelNames(opts))
+			d.ctrl.Check(context.Background())
+		}
+	}
+	d.metrics.Reloaded(err == nil, time.Now())
+	if err != nil {
+		return err
+	}
+	old := d.cfg.Swap(cfg)
+	for _, w := range warnings {
+		d.log.Warn("config: " + w)
+	}
+	for key, changed := range map[string]bool{
+		"listen":                    old.Listen != cfg.Listen,
+		"data_dir":                  old.DataDir != cfg.DataDir,
+		"tls":                       old.TLS != cfg.TLS,
+		"error_rate_window":         old.ErrorRateWindow != cfg.ErrorRateWindow,
+		"error_rate_window_buckets": old.ErrorRateWindowBuckets != cfg.ErrorRateWindowBuckets,
+		"sse":                       old.SSE != cfg.SSE,
+		"log":                       old.Log != cfg.Log,
+	} {
+		if changed {
+			d.log.Warn("config reloaded, but this key takes effect only after a restart", "key", key)
+		}
+	}
+	d.log.Info("config reloaded")
+	return nil
+}

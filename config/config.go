@@ -1,0 +1,202 @@
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/degraded/degraded/levels"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the embedded default configuration, which documents
+// every key. The result is a copy.
+func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+
+// Config is the daemon's whole configuration. Build one with [Load] or
+// [Default]; the zero value is not valid. A Config is a plain value: it is
+// safe for concurrent reads, and nothing in this package modifies one after
+// it is returned.
+type Config struct {
+	// Listen is the HTTP API's host:port.
+	Listen string `koanf:"listen"`
+	// DataDir holds state.json; "" keeps state in memory only.
+	DataDir string `koanf:"data_dir"`
+	// HealthCheckInterval is the period of the sample-and-evaluate loop.
+	HealthCheckInterval time.Duration `koanf:"health_check_interval"`
+	// MinimumLevelDuration is how long a level is held before each recovery step.
+	MinimumLevelDuration time.Duration `koanf:"minimum_level_duration"`
+	// EscalationDelay is how long the current level is held before escalating.
+	EscalationDelay time.Duration `koanf:"escalation_delay"`
+	// EscalateAfter is the number of consecutive ticks that must ask for a
+	// higher level before escalating.
+	EscalateAfter int `koanf:"escalate_after"`
+	// ErrorRateWindow is the span of the rolling error window.
+	ErrorRateWindow time.Duration `koanf:"error_rate_window"`
+	// ErrorRateWindowBuckets is the number of buckets the window is split into.
+	ErrorRateWindowBuckets int `koanf:"error_rate_window_buckets"`
+	// MinThroughput is the number of attempts in the window below which the
+	// error rate is unavailable.
+	MinThroughput int64 `koanf:"min_throughput"`
+	// Hysteresis scales thresholds by (1 - Hysteresis) for recovery.
+	Hysteresis float64 `koanf:"hysteresis"`
+	// EnableAutoAdjustment false leaves level changes to overrides only.
+	EnableAutoAdjustment bool `koanf:"enable_auto_adjustment"`
+	// MaxOverrideTTL is the longest ttl an override may have.
+	MaxOverrideTTL time.Duration `koanf:"max_override_ttl"`
+
+	// Signals, Auth, TLS, SSE and Log are the sections of the same names.
+	Signals Signals `koanf:"signals"`
+	Auth    Auth    `koanf:"auth"`
+	TLS     TLS     `koanf:"tls"`
+	SSE     SSE     `koanf:"sse"`
+	Log     Log     `koanf:"log"`
+	// Levels are the configured levels, least severe first, Normal excluded.
+	// Convert them with [Config.Table].
+	Levels []Level `koanf:"levels"`
+}
+
+// Signal sources accepted by [SignalSource].
+const (
+	SourceHost   = "host"
+	SourceCgroup = "cgroup"
+	SourceOff    = "off"
+)
+
+// Signals selects where CPU and memory are sampled.
+type Signals struct {
+	// CPU selects the CPU sampler.
+	CPU SignalSource `koanf:"cpu"`
+	// Memory selects the memory sampler.
+	Memory SignalSource `koanf:"memory"`
+	// CgroupPath is the cgroup v2 directory read by "cgroup" sources.
+	CgroupPath string `koanf:"cgroup_path"`
+}
+
+// SignalSource configures one sampled signal.
+type SignalSource struct {
+	// Source is SourceHost, SourceCgroup or SourceOff.
+	Source string `koanf:"source"`
+}
+
+// Auth holds the bearer tokens. Its fields are secrets: never log them.
+type Auth struct {
+	// Token is the admin token (override, reload). See [Config.AdminToken].
+	Token string `koanf:"token"`
+	// TokenFile names a file whose trimmed contents are the admin token.
+	TokenFile string `koanf:"token_file"`
+	// ReportToken guards POST /v1/outcomes; "" leaves it open.
+	ReportToken string `koanf:"report_token"`
+	// AllowUnauthenticated permits a non-loopback Listen without tokens.
+	AllowUnauthenticated bool `koanf:"allow_unauthenticated"`
+}
+
+// TLS enables HTTPS when both files are set.
+type TLS struct {
+	// CertFile is the PEM certificate (chain).
+	CertFile string `koanf:"cert_file"`
+	// KeyFile is the PEM private key of CertFile.
+	KeyFile string `koanf:"key_file"`
+}
+
+// Enabled reports whether HTTPS is configured (both files set).
+func (t TLS) Enabled() bool { return t.CertFile != "" && t.KeyFile != "" }
+
+// SSE configures the event stream.
+type SSE struct {
+	// Heartbeat is the interval between ": ping" comments.
+	Heartbeat time.Duration `koanf:"heartbeat"`
+	// MaxSubscribers caps concurrent streams; more are answered 503.
+	MaxSubscribers int `koanf:"max_subscribers"`
+}
+
+// Log configures the daemon's logger.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `koanf:"level"`
+	// Format is text or json.
+	Format string `koanf:"format"`
+}
+
+// Level is one configured level. A nil threshold (null or omitted in YAML)
+// means the signal never triggers this level.
+type Level struct {
+	// Name is unique, not "Normal", and matches ^[A-Za-z][A-Za-z0-9_-]{0,31}$.
+	Name string `koanf:"name"`
+	// PriorityThreshold is the lowest priority admitted at this level.
+	PriorityThreshold int `koanf:"priority_threshold"`
+	// ErrorRatePercent, CPUPercent and MemoryPercent are the values, in
+	// (0, 100], a signal must strictly exceed to ask for this level.
+	ErrorRatePercent *float64 `koanf:"error_rate_percent"`
+	CPUPercent       *float64 `koanf:"cpu_percent"`
+	MemoryPercent    *float64 `koanf:"memory_percent"`
+	// Disable lists the features turned off from this level upwards.
+	Disable []string `koanf:"disable"`
+}
+
+// Table converts c.Levels into a [levels.Table] (Normal prepended). It
+// fails only on what [Config.Validate] also reports.
+func (c *Config) Table() (*levels.Table, error) {
+	ls := make([]levels.Level, len(c.Levels))
+	for i, l := range c.Levels {
+		ls[i] = levels.Level{
+			Name:              l.Name,
+			PriorityThreshold: l.PriorityThreshold,
+			ErrorRatePercent:  copyFloat(l.ErrorRatePercent),
+			CPUPercent:        copyFloat(l.CPUPercent),
+			MemoryPercent:     copyFloat(l.MemoryPercent),
+			Disable:           append([]string(nil), l.Disable...),
+		}
+	}
+	return levels.NewTable(ls)
+}
+
+func copyFloat(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// AdminToken returns the admin token: auth.token if set, else the trimmed
+// contents of auth.token_file, else "" (override and reload open). It reads
+// the file on every call, so a rotated secret is picked up on reload.
+func (c *Config) AdminToken() (string, error) {
+	if c.Auth.Token != "" || c.Auth.TokenFile == "" {
+		return c.Auth.Token, nil
+	}
+	b, err := os.ReadFile(c.Auth.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("read auth.token_file: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("auth.token_file %s is empty", c.Auth.TokenFile)
+	}
+	return t, nil
+}
+
+// IsLoopback reports whether Listen binds only a loopback address:
+// 127.0.0.0/8, ::1 or "localhost". An empty host (":8470") binds every
+// interface and is not loopback; neither is an address that does not parse.
+func (c *Config) IsLoopback() bool {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	return ip.Unmap().IsLoopback()
+}

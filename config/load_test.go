@@ -1,0 +1,402 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+func ptr(f float64) *float64 { return &f }
+
+// writeConfig writes a YAML file into a temp dir and returns its path.
+func writeConfig(t testing.TB, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "degraded.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// problems returns the problem lines of a *ValidationError, failing the
+// test on any other error.
+func problems(t *testing.T, err error) []string {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error is %T (%v), want *ValidationError", err, err)
+	}
+	return ve.Problems
+}
+
+func TestDefaultsMatchDesign(t *testing.T) {
+	want := &Config{
+		Listen:                 "127.0.0.1:8470",
+		DataDir:                "data",
+		HealthCheckInterval:    30 * time.Second,
+		MinimumLevelDuration:   time.Minute,
+		EscalationDelay:        0,
+		EscalateAfter:          1,
+		ErrorRateWindow:        time.Minute,
+		ErrorRateWindowBuckets: 6,
+		MinThroughput:          10,
+		Hysteresis:             0.1,
+		EnableAutoAdjustment:   true,
+		MaxOverrideTTL:         24 * time.Hour,
+		Signals: Signals{
+			CPU:        SignalSource{Source: "host"},
+			Memory:     SignalSource{Source: "host"},
+			CgroupPath: "/sys/fs/cgroup",
+		},
+		SSE: SSE{Heartbeat: 15 * time.Second, MaxSubscribers: 20000},
+		Log: Log{Level: "info", Format: "text"},
+		Levels: []Level{
+			{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: ptr(1), CPUPercent: ptr(60), MemoryPercent: ptr(60), Disable: []string{}},
+			{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: ptr(5), CPUPercent: ptr(70), MemoryPercent: ptr(70), Disable: []string{}},
+			{Name: "Major", PriorityThreshold: 50, ErrorRatePercent: ptr(10), CPUPercent: ptr(80), MemoryPercent: ptr(80), Disable: []string{}},
+			{Name: "Severe", PriorityThreshold: 70, ErrorRatePercent: ptr(25), CPUPercent: ptr(90), MemoryPercent: ptr(90), Disable: []string{}},
+			{Name: "Emergency", PriorityThreshold: 100, ErrorRatePercent: ptr(50), CPUPercent: ptr(95), MemoryPercent: ptr(95), Disable: []string{}},
+		},
+	}
+	t.Run("Default", func(t *testing.T) {
+		if diff := cmp.Diff(want, Default()); diff != "" {
+			t.Errorf("Default() mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("Load without options", func(t *testing.T) {
+		got, warnings, err := Load(LoadOptions{})
+		if err != nil || len(warnings) != 0 {
+			t.Fatalf("Load() warnings %q, error %v; want none", warnings, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Load() mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("table", func(t *testing.T) {
+		tab, err := Default().Table()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, l := range tab.Levels() {
+			names = append(names, l.Name)
+		}
+		if diff := cmp.Diff([]string{"Normal", "Minor", "Moderate", "Major", "Severe", "Emergency"}, names); diff != "" {
+			t.Errorf("table names (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestLoadLayers(t *testing.T) {
+	file := writeConfig(t, `
+listen: 127.0.0.2:9000
+health_check_interval: 10s
+error_rate_window: 20s
+log: {level: debug}
+`)
+	newFlags := func(args ...string) *pflag.FlagSet {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		fs.String("config", "", "config file (names no key: ignored)")
+		fs.String("listen", "", "listen address")
+		fs.String("data-dir", "", "data directory")
+		fs.Duration("health-check-interval", 0, "interval")
+		fs.String("log.level", "", "log level")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	tests := []struct {
+		name    string
+		opts    LoadOptions
+		want    func(c *Config)
+		wantErr bool
+	}{
+		{
+			name: "file overrides defaults, keeps the rest",
+			opts: LoadOptions{Path: file},
+			want: func(c *Config) {
+				c.Listen = "127.0.0.2:9000"
+				c.HealthCheckInterval = 10 * time.Second
+				c.ErrorRateWindow = 20 * time.Second
+				c.Log.Level = "debug"
+			},
+		},
+		{
+			name: "env overrides file, strings decode to their types",
+			opts: LoadOptions{Path: file, Environ: []string{
+				"DEGRADED_LISTEN=127.0.0.3:9001",
+				"DEGRADED_HEALTH_CHECK_INTERVAL=5s",
+				"DEGRADED_ESCALATE_AFTER=3",
+				"DEGRADED_MIN_THROUGHPUT=100",
+				"DEGRADED_HYSTERESIS=0.25",
+				"DEGRADED_ENABLE_AUTO_ADJUSTMENT=false",
+				"DEGRADED_AUTH__REPORT_TOKEN=rep",
+				"DEGRADED_SSE__HEARTBEAT=1m",
+				"DEGRADED_SIGNALS__CPU__SOURCE=off",
+				"PATH=/usr/bin",
+			}},
+			want: func(c *Config) {
+				c.Listen = "127.0.0.3:9001"
+				c.HealthCheckInterval = 5 * time.Second
+				c.ErrorRateWindow = 20 * time.Second
+				c.Log.Level = "debug"
+				c.EscalateAfter = 3
+				c.MinThroughput = 100
+				c.Hysteresis = 0.25
+				c.EnableAutoAdjustment = false
+				c.Auth.ReportToken = "rep"
+				c.SSE.Heartbeat = time.Minute
+				c.Signals.CPU.Source = "off"
+			},
+		},
+		{
+			name: "variables that name no key are ignored",
+			opts: LoadOptions{Environ: []string{
+				"DEGRADED_ADDR=http://example:8470",
+				"DEGRADED_TOKEN=secret",
+				"DEGRADED_LEVELS=nonsense",
+				"DEGRADED_AUTH=nonsense",
+				"DEGRADED_LOG__COLOUR=yes",
+				"DEGRADED_=x",
+				"NOEQUALS",
+			}},
+			want: func(*Config) {},
+		},
+		{
+			name: "changed flags override env, unchanged and unknown flags do not",
+			opts: LoadOptions{
+				Path:    file,
+				Environ: []string{"DEGRADED_LISTEN=127.0.0.3:9001", "DEGRADED_DATA_DIR=/var/lib/x"},
+				Flags:   newFlags("--listen", "127.0.0.4:9002", "--config", "x.yaml", "--health-check-interval", "2s", "--log.level", "warn"),
+			},
+			want: func(c *Config) {
+				c.Listen = "127.0.0.4:9002"
+				c.DataDir = "/var/lib/x"
+				c.HealthCheckInterval = 2 * time.Second
+				c.ErrorRateWindow = 20 * time.Second
+				c.Log.Level = "warn"
+			},
+		},
+		{
+			name: "null in a file keeps the default",
+			opts: LoadOptions{Path: writeConfig(t, "listen:\ntls:\nlevels:\nsignals: {cpu: }\n")},
+			want: func(*Config) {},
+		},
+		{
+			name: "empty file is the defaults",
+			opts: LoadOptions{Path: writeConfig(t, "")},
+			want: func(*Config) {},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := Default()
+			tt.want(want)
+			got, _, err := Load(tt.opts)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Load mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadLevels(t *testing.T) {
+	t.Run("a file's list replaces the default table", func(t *testing.T) {
+		got, _, err := Load(LoadOptions{Path: writeConfig(t, `
+levels:
+  - name: Busy
+    priority_threshold: 20
+    cpu_percent: 75
+    disable: [recommendations]
+  - name: Shedding
+    priority_threshold: 60
+    error_rate_percent: null
+    cpu_percent: 90
+    memory_percent: 90
+    disable: [search]
+`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Level{
+			{Name: "Busy", PriorityThreshold: 20, CPUPercent: ptr(75), Disable: []string{"recommendations"}},
+			{Name: "Shedding", PriorityThreshold: 60, CPUPercent: ptr(90), MemoryPercent: ptr(90), Disable: []string{"search"}},
+		}
+		if diff := cmp.Diff(want, got.Levels); diff != "" {
+			t.Errorf("levels (-want +got):\n%s", diff)
+		}
+		tab, err := got.Table()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"recommendations", "search"}, tab.DisabledFeatures(2)); diff != "" {
+			t.Errorf("disabled at Shedding (-want +got):\n%s", diff)
+		}
+		if l := tab.Level(1); l.ErrorRatePercent != nil || l.MemoryPercent != nil {
+			t.Errorf("Busy thresholds error_rate %v memory %v, want nil (never triggers)", l.ErrorRatePercent, l.MemoryPercent)
+		}
+	})
+	t.Run("an empty list is a problem, not the defaults", func(t *testing.T) {
+		_, _, err := Load(LoadOptions{Path: writeConfig(t, "levels: []\n")})
+		if diff := cmp.Diff([]string{"levels: must list 1 to 64 levels (was 0 levels)"}, problems(t, err)); diff != "" {
+			t.Errorf("problems (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestLoadFileProblems(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		environ []string
+		want    []string
+	}{
+		{
+			name: "typo",
+			yaml: "health_check_intreval: 5s\n",
+			want: []string{"health_check_intreval: unknown key"},
+		},
+		{
+			name: "keys are case-sensitive",
+			yaml: "Listen: 127.0.0.1:1\n",
+			want: []string{"Listen: unknown key"},
+		},
+		{
+			name: "unknown keys in sections and level elements",
+			yaml: `
+auth: {tokn: abc}
+signals: {cpu: {sauce: host}}
+levels:
+  - {name: A, priority_threshold: 1}
+  - {name: B, priority_threshold: 2}
+  - {name: C, priority_threshold: 3, cpu_precent: 50}
+`,
+			want: []string{
+				"auth.tokn: unknown key",
+				"levels[2].cpu_precent: unknown key",
+				"signals.cpu.sauce: unknown key",
+			},
+		},
+		{
+			name: "values of the wrong type",
+			yaml: `
+health_check_interval: soon
+minimum_level_duration: 30
+escalate_after: 1.5
+hysteresis: lots
+enable_auto_adjustment: maybe
+signals: {cpu: host}
+sse: [1, 2]
+levels:
+  - {name: A, priority_threshold: x, cpu_percent: high}
+  - just a string
+`,
+			want: []string{
+				"enable_auto_adjustment: must be true or false (was maybe)",
+				"escalate_after: must be an integer (was 1.5)",
+				"health_check_interval: must be a duration such as 30s or 1m (was soon)",
+				"hysteresis: must be a number (was lots)",
+				"levels[0].cpu_percent: must be a number (was high)",
+				"levels[0].priority_threshold: must be an integer (was x)",
+				"levels[1]: must be a mapping (was just a string)",
+				"minimum_level_duration: must be a duration such as 30s or 1m (was 30)",
+				"signals.cpu: must be a mapping (was host)",
+				"sse: must be a mapping (was a list)",
+			},
+		},
+		{
+			name:    "bad env values are problems too",
+			environ: []string{"DEGRADED_SSE__MAX_SUBSCRIBERS=many", "DEGRADED_ERROR_RATE_WINDOW=1 minute"},
+			want: []string{
+				"error_rate_window: must be a duration such as 30s or 1m (was 1 minute)",
+				"sse.max_subscribers: must be an integer (was many)",
+			},
+		},
+		{
+			name: "unknown keys and validation problems come together",
+			yaml: `
+helth_check_interval: 5s
+escalate_after: 0
+levels:
+  - {name: Minor, priority_threshold: 10, cpu_percent: 150, cpu_precent: 3}
+`,
+			want: []string{
+				"helth_check_interval: unknown key",
+				"levels[0].cpu_precent: unknown key",
+				"escalate_after: must be >= 1 (was 0)",
+				"levels[0].cpu_percent: must be in (0, 100] (was 150)",
+			},
+		},
+		{
+			name: "a mistyped key is not reported again by validation",
+			yaml: "health_check_interval: soon\nsignals: off\n",
+			want: []string{
+				"health_check_interval: must be a duration such as 30s or 1m (was soon)",
+				"signals: must be a mapping (was off)",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, err := Load(LoadOptions{Path: writeConfig(t, tt.yaml), Environ: tt.environ})
+			if c != nil {
+				t.Errorf("Load returned a config with problems")
+			}
+			if diff := cmp.Diff(tt.want, problems(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	t.Run("missing file names the path", func(t *testing.T) {
+		_, _, err := Load(LoadOptions{Path: missing})
+		if err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Load(missing) = %v, want an fs.ErrNotExist naming %s", err, missing)
+		}
+	})
+	for _, tt := range []struct{ name, yaml string }{
+		{"not YAML", "listen: [unclosed\n"},
+		{"not a mapping", "- a\n- b\n"},
+		{"duplicate key", "listen: a\nlisten: b\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeConfig(t, tt.yaml)
+			_, _, err := Load(LoadOptions{Path: p})
+			if err == nil || !strings.Contains(err.Error(), p) {
+				t.Errorf("Load = %v, want an error naming %s", err, p)
+			}
+			var ve *ValidationError
+			if errors.As(err, &ve) {
+				t.Errorf("error is a ValidationError, want a file error")
+			}
+		})
+	}
+}
+
+func TestLoadWarning(t *testing.T) {
+	c, warnings, err := Load(LoadOptions{Path: writeConfig(t, "health_check_interval: 1m\nerror_rate_window: 30s\n")})
+	if err != nil || c == nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := []string{"error_rate_window: shorter than health_check_interval (1m0s), so outcomes between two health checks can age out unseen (was 30s)"}
+	if diff := cmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}

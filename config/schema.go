@@ -1,0 +1,216 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file checks the merged key tree against the Config type before
+// decoding, so that unknown keys and mistyped values are reported with
+// their key path ("levels[2].cpu_precent: unknown key") instead of as a
+// decoder error or a silently ignored key.
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// fieldByKey returns the field of struct type t whose koanf tag is key.
+// Matching is exact: "Listen" is not "listen".
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Tag.Get("koanf") == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// scalarKeys adds to known the dotted path of every key of t that holds a
+// single value (not a section or a list): the keys the environment and
+// flags may set.
+func scalarKeys(t reflect.Type, prefix string, known map[string]bool) map[string]bool {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := prefix + f.Tag.Get("koanf")
+		switch {
+		case f.Type.Kind() == reflect.Struct:
+			scalarKeys(f.Type, key+".", known)
+		case f.Type.Kind() != reflect.Slice:
+			known[key] = true
+		}
+	}
+	return known
+}
+
+// joinKey builds a problem's key path.
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// checkValue appends a problem for every unknown key under v and every
+// value that does not decode into t, in key order. It returns false when v
+// itself does not decode; the caller then removes v, and records path in
+// bad, so that decoding can go on and validation can report the rest.
+func checkValue(problems *[]string, bad map[string]bool, path string, v any, t reflect.Type) bool {
+	fail := func(what string) bool {
+		*problems = append(*problems, fmt.Sprintf("%s: %s (was %s)", path, what, show(v)))
+		bad[path] = true
+		return false
+	}
+	if t == durationType {
+		switch x := v.(type) {
+		case nil, time.Duration:
+		case string:
+			if _, err := time.ParseDuration(x); err != nil {
+				return fail("must be a duration such as 30s or 1m")
+			}
+		default:
+			// A bare 0 is unambiguous; any other number is not (seconds? ns?).
+			if f, ok := number(v); !ok || f != 0 {
+				return fail("must be a duration such as 30s or 1m")
+			}
+		}
+		return true
+	}
+	if v == nil {
+		return true // absent: the zero value (nil threshold, empty list)
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fail("must be a mapping")
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			f, ok := fieldByKey(t, k)
+			if !ok {
+				*problems = append(*problems, joinKey(path, k)+": unknown key")
+				delete(m, k)
+				continue
+			}
+			if !checkValue(problems, bad, joinKey(path, k), m[k], f.Type) {
+				delete(m, k)
+			}
+		}
+	case reflect.Slice:
+		list, ok := v.([]any)
+		if !ok {
+			return fail("must be a list")
+		}
+		for i, e := range list {
+			if !checkValue(problems, bad, fmt.Sprintf("%s[%d]", path, i), e, t.Elem()) {
+				list[i] = nil
+			}
+		}
+	case reflect.Pointer:
+		return checkValue(problems, bad, path, v, t.Elem())
+	case reflect.String:
+		switch v.(type) {
+		case map[string]any, []any:
+			return fail("must be a string")
+		}
+	case reflect.Bool:
+		switch x := v.(type) {
+		case bool:
+		case string:
+			if _, err := strconv.ParseBool(x); err != nil {
+				return fail("must be true or false")
+			}
+		default:
+			return fail("must be true or false")
+		}
+	case reflect.Int, reflect.Int64:
+		ok := false
+		switch x := v.(type) {
+		case int, int8, int16, int32, int64, uint8, uint16, uint32:
+			ok = true
+		case uint, uint64:
+			ok = reflect.ValueOf(x).Uint() <= math.MaxInt64
+		case float32, float64:
+			f, _ := number(x)
+			ok = f == math.Trunc(f) && math.Abs(f) < 1<<63
+		case string:
+			_, err := strconv.ParseInt(x, 0, 64)
+			ok = err == nil
+		}
+		if !ok {
+			return fail("must be an integer")
+		}
+	case reflect.Float64:
+		ok := false
+		if s, isStr := v.(string); isStr {
+			_, err := strconv.ParseFloat(s, 64)
+			ok = err == nil
+		} else {
+			_, ok = number(v)
+		}
+		if !ok {
+			return fail("must be a number")
+		}
+	}
+	return true
+}
+
+// under reports whether a problem line is about a key in bad or below one.
+func under(problem string, bad map[string]bool) bool {
+	key, _, _ := strings.Cut(problem, ":")
+	for b := range bad {
+		if key == b || strings.HasPrefix(key, b+".") || strings.HasPrefix(key, b+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// number returns v as a float64 if it is any Go numeric type.
+func number(v any) (float64, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return float64(rv.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), true
+	}
+	return 0, false
+}
+
+// show formats a value for "(was VALUE)": strings plain, quoted when empty
+// or when spaces or control characters would hide in the line,
+// sections and lists abbreviated, long values cut.
+func show(v any) string {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		s = "null"
+	case string:
+		if x == "" {
+			return `""`
+		}
+		s = x
+	case map[string]any:
+		s = "a mapping"
+	case []any:
+		s = "a list"
+	case time.Duration:
+		s = x.String()
+	default:
+		s = fmt.Sprint(x)
+	}
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:77]) + "..."
+	}
+	if !strconv.CanBackquote(s) || strings.TrimSpace(s) != s {
+		s = strconv.Quote(s) // one problem per line, no control characters
+	}
+	return s
+}

@@ -1,0 +1,226 @@
+package config
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/degraded/degraded/levels"
+)
+
+// levelName is the pattern every configured level name must match.
+var levelName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
+
+// maxBuckets bounds error_rate_window_buckets (the window's fixed memory).
+const maxBuckets = 10000
+
+// Validate checks c against every rule of the configuration contract and
+// returns all problems at once as a *[ValidationError], each formatted
+// "key.path: what is wrong (was VALUE)". Secrets are never echoed. It also
+// returns warnings: settings that are valid but probably not what was
+// meant. Validate reads auth.token_file and the TLS files to check they are
+// readable; it does not modify c.
+func (c *Config) Validate() (warnings []string, err error) {
+	v := &validator{}
+
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		v.add("listen", "must be host:port", c.Listen)
+	} else if !c.IsLoopback() && !c.Auth.AllowUnauthenticated &&
+		(c.Auth.Token == "" && c.Auth.TokenFile == "" || c.Auth.ReportToken == "") {
+		v.add("listen", "a non-loopback address needs auth.token (or auth.token_file) and auth.report_token, or auth.allow_unauthenticated: true", c.Listen)
+	}
+
+	v.positive("health_check_interval", c.HealthCheckInterval)
+	v.nonNegative("minimum_level_duration", c.MinimumLevelDuration)
+	v.nonNegative("escalation_delay", c.EscalationDelay)
+	if c.EscalateAfter < 1 {
+		v.add("escalate_after", "must be >= 1", c.EscalateAfter)
+	}
+	v.positive("error_rate_window", c.ErrorRateWindow)
+	switch b := c.ErrorRateWindowBuckets; {
+	case b < 1 || b > maxBuckets:
+		v.add("error_rate_window_buckets", fmt.Sprintf("must be in [1, %d]", maxBuckets), b)
+	case c.ErrorRateWindow > 0 && c.ErrorRateWindow/time.Duration(b) < time.Millisecond:
+		v.add("error_rate_window_buckets", fmt.Sprintf("each bucket (error_rate_window / buckets = %s) must be >= 1ms", c.ErrorRateWindow/time.Duration(b)), b)
+	}
+	if c.MinThroughput < 0 {
+		v.add("min_throughput", "must be >= 0", c.MinThroughput)
+	}
+	if !(c.Hysteresis >= 0 && c.Hysteresis < 1) {
+		v.add("hysteresis", "must be in [0, 1)", c.Hysteresis)
+	}
+	v.positive("max_override_ttl", c.MaxOverrideTTL)
+
+	v.oneOf("signals.cpu.source", c.Signals.CPU.Source, SourceHost, SourceCgroup, SourceOff)
+	v.oneOf("signals.memory.source", c.Signals.Memory.Source, SourceHost, SourceCgroup, SourceOff)
+	if (c.Signals.CPU.Source == SourceCgroup || c.Signals.Memory.Source == SourceCgroup) && c.Signals.CgroupPath == "" {
+		v.add("signals.cgroup_path", "must be set when a signal source is cgroup", "")
+	}
+
+	if c.Auth.TokenFile != "" {
+		switch {
+		case c.Auth.Token != "":
+			v.add("auth.token_file", "set only one of auth.token and auth.token_file", c.Auth.TokenFile)
+		default:
+			if b, err := os.ReadFile(c.Auth.TokenFile); err != nil {
+				v.add("auth.token_file", "must be a readable file: "+cause(err), c.Auth.TokenFile)
+			} else if strings.TrimSpace(string(b)) == "" {
+				v.add("auth.token_file", "must not be empty", c.Auth.TokenFile)
+			}
+		}
+	}
+
+	v.tls(c.TLS)
+
+	v.positive("sse.heartbeat", c.SSE.Heartbeat)
+	if c.SSE.MaxSubscribers < 1 {
+		v.add("sse.max_subscribers", "must be >= 1", c.SSE.MaxSubscribers)
+	}
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+
+	v.levels(c.Levels)
+
+	if c.ErrorRateWindow > 0 && c.ErrorRateWindow < c.HealthCheckInterval {
+		warnings = append(warnings, fmt.Sprintf(
+			"error_rate_window: shorter than health_check_interval (%s), so outcomes between two health checks can age out unseen (was %s)",
+			c.HealthCheckInterval, c.ErrorRateWindow))
+	}
+	if len(v.problems) > 0 {
+		return warnings, &ValidationError{Problems: v.problems}
+	}
+	return warnings, nil
+}
+
+// validator collects problems in the order the rules run.
+type validator struct {
+	problems []string
+}
+
+func (v *validator) add(key, what string, was any) {
+	v.problems = append(v.problems, fmt.Sprintf("%s: %s (was %s)", key, what, show(was)))
+}
+
+func (v *validator) positive(key string, d time.Duration) {
+	if d <= 0 {
+		v.add(key, "must be > 0", d)
+	}
+}
+
+func (v *validator) nonNegative(key string, d time.Duration) {
+	if d < 0 {
+		v.add(key, "must be >= 0", d)
+	}
+}
+
+func (v *validator) oneOf(key, val string, allowed ...string) {
+	for _, a := range allowed {
+		if val == a {
+			return
+		}
+	}
+	v.add(key, "must be one of "+strings.Join(allowed, ", "), val)
+}
+
+// tls checks that cert and key are both set or both empty, readable, and a
+// key pair.
+func (v *validator) tls(t TLS) {
+	if t.CertFile == "" && t.KeyFile == "" {
+		return
+	}
+	if t.KeyFile == "" {
+		v.add("tls.key_file", "must be set when tls.cert_file is", "")
+		return
+	}
+	if t.CertFile == "" {
+		v.add("tls.cert_file", "must be set when tls.key_file is", "")
+		return
+	}
+	ok := true
+	for _, f := range []struct{ key, path string }{{"tls.cert_file", t.CertFile}, {"tls.key_file", t.KeyFile}} {
+		if _, err := os.ReadFile(f.path); err != nil {
+			v.add(f.key, "must be a readable file: "+cause(err), f.path)
+			ok = false
+		}
+	}
+	if ok {
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+			v.add("tls.cert_file", "is not a certificate matching tls.key_file: "+err.Error(), t.CertFile)
+		}
+	}
+}
+
+// levels checks the table: count, names, priority thresholds and signal
+// thresholds, naming each element as levels[i].
+func (v *validator) levels(ls []Level) {
+	if len(ls) < 1 || len(ls) > levels.MaxLevels {
+		v.add("levels", fmt.Sprintf("must list 1 to %d levels", levels.MaxLevels), strconv.Itoa(len(ls))+" levels")
+	}
+	seen := map[string]int{}
+	prevPriority := -1 // index of the last level with a valid priority
+	type last struct {
+		i int
+		v float64
+	}
+	prevSignal := map[string]*last{}
+	for i, l := range ls {
+		key := func(k string) string { return fmt.Sprintf("levels[%d].%s", i, k) }
+		switch j, dup := seen[l.Name]; {
+		case l.Name == levels.NormalName:
+			v.add(key("name"), "is reserved for level 0", l.Name)
+		case !levelName.MatchString(l.Name):
+			v.add(key("name"), "must match "+levelName.String(), l.Name)
+		case dup:
+			v.add(key("name"), fmt.Sprintf("duplicates levels[%d].name", j), l.Name)
+		default:
+			seen[l.Name] = i
+		}
+		switch {
+		case l.PriorityThreshold < 0:
+			v.add(key("priority_threshold"), "must be >= 0", l.PriorityThreshold)
+		case prevPriority >= 0 && l.PriorityThreshold < ls[prevPriority].PriorityThreshold:
+			v.add(key("priority_threshold"), fmt.Sprintf("must be >= levels[%d].priority_threshold (%d)", prevPriority, ls[prevPriority].PriorityThreshold), l.PriorityThreshold)
+		default:
+			prevPriority = i
+		}
+		for _, s := range []struct {
+			name string
+			p    *float64
+		}{{"error_rate_percent", l.ErrorRatePercent}, {"cpu_percent", l.CPUPercent}, {"memory_percent", l.MemoryPercent}} {
+			if s.p == nil {
+				continue
+			}
+			x := *s.p
+			prev := prevSignal[s.name]
+			switch {
+			case !(x > 0 && x <= 100):
+				v.add(key(s.name), "must be in (0, 100]", x)
+			case prev != nil && x < prev.v:
+				v.add(key(s.name), fmt.Sprintf("must be >= levels[%d].%s (%v)", prev.i, s.name, prev.v), x)
+			default:
+				prevSignal[s.name] = &last{i, x}
+			}
+		}
+		for j, f := range l.Disable {
+			if strings.TrimSpace(f) == "" {
+				v.add(fmt.Sprintf("levels[%d].disable[%d]", i, j), "must not be empty", f)
+			}
+		}
+	}
+}
+
+// cause strips the path from a file error: the problem already shows it.
+func cause(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

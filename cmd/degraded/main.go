@@ -27,6 +27,16 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// configError marks a config that cannot be loaded as exit 2; a
+// *config.ValidationError passes through to be printed problem by problem.
+func configError(err error) error {
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		return err
+	}
+	return usageError{err}
+}
+
 // exitCode prints err and maps it to the documented exit codes.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {

@@ -109,7 +109,7 @@ func tokensOf(c *config.Config) (*api.Tokens, error) {
 func serve(ctx context.Context, load func() (*config.Config, []string, error), stdout, stderr io.Writer) error {
 	cfg, warnings, err := load()
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	d := &daemon{log: newLogger(cfg.Log, stderr)}
 	d.cfg.Store(cfg)

@@ -19,7 +19,7 @@ func validateCmd(environ []string, stdout io.Writer) *cobra.Command {
 	cmd.RunE = func(*cobra.Command, []string) error {
 		_, warnings, err := config.Load(config.LoadOptions{Path: *path, Environ: environ})
 		if err != nil {
-			return err
+			return configError(err)
 		}
 		for _, w := range warnings {
 			fmt.Fprintln(stdout, "warning: "+w)

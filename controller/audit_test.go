@@ -234,3 +234,21 @@ func TestReloadShrinkingTable(t *testing.T) {
 		}
 	})
 }
+
+func TestSamplesRingCoversTenMinutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, Options{HealthCheckInterval: 30 * time.Second})
+		for i := range 25 {
+			r.cpu.set(float64(i))
+			r.c.Check(context.Background())
+			time.Sleep(30 * time.Second)
+		}
+		s := r.c.Samples()
+		if len(s) != 20 {
+			t.Fatalf("kept %d samples, want 20 (10 minutes at 30s)", len(s))
+		}
+		if *s[0].CPUPercent != 5 || *s[19].CPUPercent != 24 {
+			t.Errorf("samples span cpu %v..%v, want the newest 5..24", *s[0].CPUPercent, *s[19].CPUPercent)
+		}
+	})
+}

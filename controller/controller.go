@@ -111,6 +111,7 @@ type Controller struct {
 	pendingMin  int
 	recommended int
 	signals     Signals
+	samples     []Signals // ring of recent health checks, oldest first
 	ready       bool
 
 	state    atomic.Pointer[State]
@@ -204,6 +205,14 @@ func (c *Controller) History(limit int) []Transition {
 		out = append(out, c.history[i])
 	}
 	return out
+}
+
+// Samples returns the signals of recent health checks, oldest first: at
+// most SamplesLimit, covering about SamplesSpan.
+func (c *Controller) Samples() []Signals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Signals(nil), c.samples...)
 }
 
 // Table returns the level table in force.

@@ -32,6 +32,11 @@ func (c *Controller) evaluate(now time.Time, s levels.Sample) []Transition {
 	}
 	at := s.SampledAt
 	c.signals.SampledAt = &at
+	c.samples = append(c.samples, c.signals)
+	keep := min(SamplesLimit, max(1, int(SamplesSpan/c.opts.HealthCheckInterval)))
+	if len(c.samples) > keep {
+		c.samples = append(c.samples[:0], c.samples[len(c.samples)-keep:]...)
+	}
 
 	t := c.opts.Table
 	rec, why, _ := t.Recommend(s, 1)

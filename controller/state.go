@@ -73,3 +73,10 @@ type Transition struct {
 // HistoryLimit is the number of transitions kept in memory and in the
 // state file.
 const HistoryLimit = 1000
+
+// SamplesSpan is how far back [Controller.Samples] reaches, and
+// SamplesLimit the most samples it keeps however short the interval.
+const (
+	SamplesSpan  = 10 * time.Minute
+	SamplesLimit = 1200
+)

@@ -53,12 +53,11 @@ func (w *window) Totals(time.Time) (int64, int64) {
 }
 
 type rig struct {
-	c       *controller.Controller
-	win     *window
-	reg     *prometheus.Registry
-	tokens  *atomic.Pointer[Tokens]
-	h       http.Handler
-	reloads atomic.Int64
+	c      *controller.Controller
+	win    *window
+	reg    *prometheus.Registry
+	tokens *atomic.Pointer[Tokens]
+	h      http.Handler
 }
 
 func newRig(t testing.TB, d Deps) *rig {

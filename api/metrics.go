@@ -27,6 +27,8 @@ type Metrics struct {
 	sseSubscribers  prometheus.Gauge
 	checkDuration   prometheus.Histogram
 	sampleErrors    *prometheus.CounterVec
+	stateRecovered  prometheus.Gauge
+	stateSaveErrors prometheus.Counter
 	reloadOK        prometheus.Gauge
 	reloadTimestamp prometheus.Gauge
 
@@ -58,12 +60,14 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		checkDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "degraded", Name: "health_check_duration_seconds", Help: "Time taken by each health check.",
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1}}),
 		sampleErrors:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "sample_errors_total", Help: "Failed signal samples."}, []string{"signal"}),
+		stateRecovered:  g("state_recovered", "1 if the daemon started from state.json.prev because state.json was damaged."),
+		stateSaveErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "degraded", Name: "state_save_errors_total", Help: "Failed writes of the state file."}),
 		reloadOK:        g("config_last_reload_successful", "1 if the last configuration reload succeeded."),
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
 		levelNames:      append([]string(nil), levelNames...),
 	}
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.cpu, m.memory, m.errorRate,
-		m.outcomesTotal, m.overrideActive, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.reloadOK, m.reloadTimestamp,
+		m.outcomesTotal, m.overrideActive, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"success", "failure"} {
 		m.outcomesTotal.WithLabelValues(r)
@@ -161,6 +165,20 @@ func orNaN(p *float64) float64 {
 		return math.NaN()
 	}
 	return *p
+}
+
+// StateRecovered records that the state was resumed from the previous copy.
+func (m *Metrics) StateRecovered() {
+	if m != nil {
+		m.stateRecovered.Set(1)
+	}
+}
+
+// StateSaveFailed counts a failed write of the state file.
+func (m *Metrics) StateSaveFailed() {
+	if m != nil {
+		m.stateSaveErrors.Inc()
+	}
 }
 
 func (m *Metrics) outcomes(success, failure int64) {

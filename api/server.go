@@ -20,7 +20,7 @@ type Controller interface {
 	History(limit int) []controller.Transition
 	Table() *levels.Table
 	SetOverride(controller.OverrideRequest) (*controller.State, error)
-	ClearOverride() *controller.State
+	ClearOverride() (*controller.State, error)
 }
 
 // Outcomes is the error window that POST /v1/outcomes feeds.

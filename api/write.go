@@ -88,17 +88,28 @@ func handleSetOverride(c Controller) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "override not applied")
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
+		writeOverrideResult(w, st, err)
 	}
 }
 
 func handleClearOverride(c Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, c.ClearOverride())
+		st, err := c.ClearOverride()
+		writeOverrideResult(w, st, err)
+	}
+}
+
+// writeOverrideResult answers an override change: 200 with the state, or
+// 500 when the change is in force but not durable, so the operator knows
+// a restart would lose it.
+func writeOverrideResult(w http.ResponseWriter, st *controller.State, err error) {
+	switch {
+	case errors.Is(err, controller.ErrNotSaved):
+		writeError(w, http.StatusInternalServerError, "the change is in force but could not be saved to the state file; a restart would lose it (see the daemon's log)")
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "override not applied")
+	default:
+		writeJSON(w, http.StatusOK, st)
 	}
 }
 

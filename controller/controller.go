@@ -118,6 +118,7 @@ type Controller struct {
 	levelCh  notifier // fires when Sequence changes
 	sampleCh notifier // fires after every health check
 	reload   chan struct{}
+	unsaved  atomic.Bool // the last save failed: retry on each tick
 
 	// Fixed at New; Reconfigure keeps them.
 	store    Store
@@ -232,7 +233,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			c.save()
+			_ = c.save() // save logs its own failure
 			return ctx.Err()
 		case <-c.reload:
 			t.Reset(c.interval())
@@ -276,7 +277,9 @@ func (c *Controller) Check(ctx context.Context) {
 	st := c.publishLocked()
 	c.mu.Unlock()
 
-	c.announce(moves, st, before != st.Sequence)
+	if err := c.announce(moves, st, before != st.Sequence); err == nil && c.unsaved.Load() {
+		_ = c.save() // retry a save that failed earlier; save logs
+	}
 	c.sampleCh.broadcast()
 	if c.observer != nil {
 		c.observer.HealthCheck(time.Since(start), failed)
@@ -306,9 +309,13 @@ func (c *Controller) publishLocked() *State {
 	return st
 }
 
+// ErrNotSaved is wrapped by the error of a change that is in force but
+// could not be written to the state file, so a restart would lose it.
+var ErrNotSaved = errors.New("change in force but not saved")
+
 // announce notifies observers and subscribers and saves the state after a
-// change, outside the lock.
-func (c *Controller) announce(moves []Transition, st *State, changed bool) {
+// change, outside the lock. It returns the save's error.
+func (c *Controller) announce(moves []Transition, st *State, changed bool) error {
 	if c.observer != nil {
 		c.observer.Published(st)
 	}
@@ -322,27 +329,36 @@ func (c *Controller) announce(moves []Transition, st *State, changed bool) {
 			c.log.Info("override changed", "level", m.To, "reason", m.Reason, "sequence", m.Sequence)
 		}
 	}
+	var err error
 	if changed {
-		c.save()
+		err = c.save()
 		c.levelCh.broadcast()
 	}
+	return err
 }
 
 // save writes the latest state to the store. Saves are serialised and each
 // writes the state as it is when the save starts, so the file never goes
 // back in time.
-func (c *Controller) save() {
+//
+// A failed save is logged and retried on every health check until one
+// succeeds; the state in memory stays in force meanwhile.
+func (c *Controller) save() error {
 	if c.store == nil {
-		return
+		return nil
 	}
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	c.mu.Lock()
 	p := c.persisted()
 	c.mu.Unlock()
-	if err := c.store.Save(p); err != nil {
-		c.log.Error("cannot save state", "err", err)
+	err := c.store.Save(p)
+	c.unsaved.Store(err != nil)
+	if err != nil {
+		c.log.Error("cannot save state; will retry on the next health check", "err", err)
+		return fmt.Errorf("%w: %w", ErrNotSaved, err)
 	}
+	return nil
 }
 
 func (c *Controller) persisted() *Persisted {

@@ -150,7 +150,10 @@ func floor(level string, ttl time.Duration) func(*Controller) error {
 	}
 }
 
-func clear(c *Controller) error { c.ClearOverride(); return nil }
+func clear(c *Controller) error {
+	_, err := c.ClearOverride()
+	return err
+}
 
 func TestTransitions(t *testing.T) {
 	const m = time.Minute

@@ -23,7 +23,9 @@ type OverrideRequest struct {
 }
 
 // SetOverride replaces any active override with r, effective at once, and
-// returns the resulting state. The change is saved before it returns.
+// returns the resulting state. The change is saved before it returns; if
+// the save fails the override is still in force, and the error wraps
+// ErrNotSaved.
 func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	c.mu.Lock()
 	idx, err := c.opts.Table.Index(r.Level)
@@ -51,25 +53,24 @@ func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	m, _ := c.commit(now, SourceOverride, reason, true)
 	st := c.publishLocked()
 	c.mu.Unlock()
-	c.announce([]Transition{m}, st, true)
-	return st, nil
+	return st, c.announce([]Transition{m}, st, true)
 }
 
 // ClearOverride ends the active override at once and returns the resulting
 // state; with no override active it changes nothing. Automatic control
-// resumes from the published level, keeping its dwell clock.
-func (c *Controller) ClearOverride() *State {
+// resumes from the published level, keeping its dwell clock. Like
+// SetOverride, a failed save returns an error wrapping ErrNotSaved.
+func (c *Controller) ClearOverride() (*State, error) {
 	c.mu.Lock()
 	if c.ovr == nil {
 		st := c.state.Load()
 		c.mu.Unlock()
-		return st
+		return st, nil
 	}
 	m := c.endOverride(time.Now(), "override cleared: "+c.ovr.Reason)
 	st := c.publishLocked()
 	c.mu.Unlock()
-	c.announce([]Transition{m}, st, true)
-	return st
+	return st, c.announce([]Transition{m}, st, true)
 }
 
 // endOverride removes the override without moving the published level:

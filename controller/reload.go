@@ -44,6 +44,6 @@ func (c *Controller) Reconfigure(o Options) error {
 	case c.reload <- struct{}{}:
 	default:
 	}
-	c.announce(moves, st, len(moves) > 0)
+	_ = c.announce(moves, st, len(moves) > 0) // a failed save is logged and retried on the next tick
 	return nil
 }

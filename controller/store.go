@@ -39,35 +39,103 @@ type Persisted struct {
 }
 
 // FileStore saves state as JSON in Dir/state.json with an atomic replace:
-// write a temp file, fsync it, rename it over state.json, fsync the
-// directory. A crash leaves either the old or the new file, never a torn one.
-// FileStore is not safe for concurrent Saves; the controller serialises them.
+// write a temp file and fsync it, keep the current file as
+// state.json.prev (a hard link, so both stay whole), rename the temp file
+// over state.json, fsync the directory. A crash leaves either the old or
+// the new file, never a torn one, and a state.json damaged by anything
+// else falls back to state.json.prev.
+//
+// FileStore is not safe for concurrent use; the controller serialises its
+// calls.
 type FileStore struct {
 	// Dir is created on the first Save if it does not exist.
 	Dir string
+
+	recovered error
 }
 
 var _ Store = (*FileStore)(nil)
 
+// ErrCorruptState is wrapped by Load's error when neither state.json nor
+// state.json.prev can be read.
+var ErrCorruptState = errors.New("state file unusable")
+
 // Path returns the state file's path.
 func (s *FileStore) Path() string { return filepath.Join(s.Dir, "state.json") }
 
-// Load reads the state file. A missing file is (nil, nil); a file that is
-// not valid JSON or of another version is an error naming the file.
+func (s *FileStore) prevPath() string { return s.Path() + ".prev" }
+
+// Load reads the state file. With no state saved yet it returns (nil, nil).
+// If state.json is damaged but state.json.prev is good, it returns the
+// previous state and [FileStore.Recovered] reports why. If neither is
+// usable, the error wraps ErrCorruptState and names the file.
 func (s *FileStore) Load() (*Persisted, error) {
-	b, err := os.ReadFile(s.Path())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	p, err := readState(s.Path())
+	switch {
+	case err == nil:
+		return p, nil
+	case errors.Is(err, os.ErrNotExist):
+		if !exists(s.prevPath()) {
+			return nil, nil
+		}
+	case !errors.Is(err, errDamaged):
+		return nil, err // unreadable, not damaged: the operator must fix access
 	}
+	prev, perr := readState(s.prevPath())
+	if perr != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = perr
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCorruptState, err)
+	}
+	s.recovered = err
+	return prev, nil
+}
+
+// Recovered returns why the last Load fell back to state.json.prev, or nil
+// if it did not.
+func (s *FileStore) Recovered() error { return s.recovered }
+
+// Reset moves an unusable state file aside (to state.json.corrupt) so the
+// next start begins from Normal. It is for --reset-state.
+func (s *FileStore) Reset() error {
+	for _, p := range []string{s.Path(), s.prevPath()} {
+		if err := os.Rename(p, p+".corrupt"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("reset state: %w", err)
+		}
+	}
+	return nil
+}
+
+// errDamaged marks a state file that was read but cannot be used.
+var errDamaged = errors.New("damaged")
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// damaged is a state file that was read but cannot be used.
+type damaged struct{ path, why string }
+
+func (d damaged) Error() string        { return "state file " + d.path + ": " + d.why }
+func (d damaged) Is(target error) bool { return target == errDamaged }
+
+// readState reads and checks one state file; errors name the file.
+func readState(path string) (*Persisted, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
 	var p Persisted
 	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("state file %s: %w", s.Path(), err)
+		return nil, damaged{path, err.Error()}
 	}
 	if p.Version != persistedVersion {
-		return nil, fmt.Errorf("state file %s: version %d, want %d", s.Path(), p.Version, persistedVersion)
+		return nil, damaged{path, fmt.Sprintf("version %d, want %d", p.Version, persistedVersion)}
+	}
+	if p.Override != nil && (p.Override.Mode != ModePin && p.Override.Mode != ModeFloor) {
+		return nil, damaged{path, fmt.Sprintf("override mode %q", p.Override.Mode)}
 	}
 	return &p, nil
 }
@@ -97,10 +165,35 @@ func (s *FileStore) Save(p *Persisted) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
+	if err := s.keepPrevious(); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp.Name(), s.Path()); err != nil {
 		return fmt.Errorf("replace state: %w", err)
 	}
-	d, err := os.Open(s.Dir)
+	return syncDir(s.Dir)
+}
+
+// keepPrevious makes state.json.prev a second name of the current
+// state.json, if that file is good: the link is built aside and renamed
+// into place, so state.json.prev is never missing or half-written.
+func (s *FileStore) keepPrevious() error {
+	if _, err := readState(s.Path()); err != nil {
+		return nil // nothing good to keep; leave the old .prev alone
+	}
+	link := s.prevPath() + ".tmp"
+	_ = os.Remove(link)
+	if err := os.Link(s.Path(), link); err != nil {
+		return fmt.Errorf("keep previous state: %w", err)
+	}
+	if err := os.Rename(link, s.prevPath()); err != nil {
+		return fmt.Errorf("keep previous state: %w", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("sync data dir: %w", err)
 	}

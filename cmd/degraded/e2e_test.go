@@ -159,11 +159,13 @@ type levelDoc struct {
 	Override *map[string]any `json:"override"`
 }
 
-func (d *process) request(t *testing.T, method, path, token, body string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, d.url+path, strings.NewReader(body))
+// shortClient bounds every test request, so a hung daemon fails the test.
+var shortClient = &http.Client{Timeout: 30 * time.Second}
+
+func newRequest(method, url, token, body string) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -171,7 +173,16 @@ func (d *process) request(t *testing.T, method, path, token, body string) (*http
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req, nil
+}
+
+func (d *process) request(t *testing.T, method, path, token, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := newRequest(method, d.url+path, token, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := shortClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,12 @@ func serveCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	}
 	path := cmd.Flags().String("config", "", "YAML config file (default: the embedded defaults)")
 	cmd.Flags().String("listen", "", "address to listen on (overrides the config's listen)")
+	reset := cmd.Flags().Bool("reset-state", false, "move an unusable state file aside and start at Normal")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		load := func() (*config.Config, []string, error) {
 			return config.Load(config.LoadOptions{Path: *path, Environ: environ, Flags: cmd.Flags()})
 		}
-		return serve(cmd.Context(), load, stdout, stderr)
+		return serve(cmd.Context(), load, *reset, stdout, stderr)
 	}
 	return cmd
 }
@@ -106,7 +107,7 @@ func tokensOf(c *config.Config) (*api.Tokens, error) {
 	return &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}, nil
 }
 
-func serve(ctx context.Context, load func() (*config.Config, []string, error), stdout, stderr io.Writer) error {
+func serve(ctx context.Context, load func() (*config.Config, []string, error), resetState bool, stdout, stderr io.Writer) error {
 	cfg, warnings, err := load()
 	if err != nil {
 		return configError(err)
@@ -133,12 +134,24 @@ func serve(ctx context.Context, load func() (*config.Config, []string, error), s
 	reg := prometheus.NewRegistry()
 	d.metrics = api.NewMetrics(reg, levelNames(opts))
 	opts.Observer, opts.Logger = d.metrics, d.log
+	var store *controller.FileStore
 	if cfg.DataDir != "" {
-		opts.Store = &controller.FileStore{Dir: cfg.DataDir}
+		store = &controller.FileStore{Dir: cfg.DataDir}
+		if err := openStore(store, resetState, d.log); err != nil {
+			return err
+		}
+		opts.Store = observedStore{store, d.metrics}
 	}
 	d.ctrl, err = controller.New(opts)
+	if errors.Is(err, controller.ErrCorruptState) {
+		return fmt.Errorf("%w; start with --reset-state to move it aside and begin at Normal", err)
+	}
 	if err != nil {
 		return err
+	}
+	if store != nil && store.Recovered() != nil {
+		d.log.Error("state.json was damaged; resumed from state.json.prev", "err", store.Recovered())
+		d.metrics.StateRecovered()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -223,6 +236,42 @@ loop:
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// openStore checks that the data dir can be written, so a read-only disk
+// fails at start rather than at the first override, and applies
+// --reset-state.
+func openStore(s *controller.FileStore, reset bool, log *slog.Logger) error {
+	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
+		return fmt.Errorf("data_dir %s: %w", s.Dir, err)
+	}
+	f, err := os.CreateTemp(s.Dir, ".probe-*")
+	if err != nil {
+		return fmt.Errorf("data_dir %s is not writable: %w", s.Dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if reset {
+		if err := s.Reset(); err != nil {
+			return err
+		}
+		log.Warn("state reset: any previous state file was moved aside with the suffix .corrupt", "path", s.Path())
+	}
+	return nil
+}
+
+// observedStore counts failed saves.
+type observedStore struct {
+	controller.Store
+	metrics *api.Metrics
+}
+
+func (s observedStore) Save(p *controller.Persisted) error {
+	err := s.Store.Save(p)
+	if err != nil {
+		s.metrics.StateSaveFailed()
+	}
+	return err
 }
 
 func levelNames(o controller.Options) []string {

@@ -1,0 +1,138 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func saved(t *testing.T, s *FileStore, seq uint64) {
+	t.Helper()
+	if err := s.Save(&Persisted{Version: persistedVersion, Level: "Normal", Sequence: seq}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFileStoreKeepsPrevious(t *testing.T) {
+	s := &FileStore{Dir: filepath.Join(t.TempDir(), "data")}
+	if p, err := s.Load(); p != nil || err != nil {
+		t.Fatalf("empty dir: %v %v, want nothing and no error", p, err)
+	}
+	saved(t, s, 1)
+	saved(t, s, 2)
+	prev, err := readState(s.prevPath())
+	if err != nil || prev.Sequence != 1 {
+		t.Fatalf("state.json.prev = %+v, %v, want sequence 1", prev, err)
+	}
+	entries, _ := os.ReadDir(s.Dir)
+	if len(entries) != 2 {
+		t.Errorf("data dir holds %d files, want state.json and state.json.prev only", len(entries))
+	}
+}
+
+func TestFileStoreRecoversFromDamage(t *testing.T) {
+	tests := []struct {
+		name    string
+		damage  func(s *FileStore)
+		wantSeq uint64
+		wantErr string
+	}{
+		{"truncated", func(s *FileStore) { os.Truncate(s.Path(), 10) }, 1, ""},
+		{"garbage", func(s *FileStore) { os.WriteFile(s.Path(), []byte("\x00\x01not json"), 0o600) }, 1, ""},
+		{"wrong version", func(s *FileStore) { os.WriteFile(s.Path(), []byte(`{"version":99}`), 0o600) }, 1, ""},
+		{"missing", func(s *FileStore) { os.Remove(s.Path()) }, 1, ""},
+		{"both damaged", func(s *FileStore) {
+			os.WriteFile(s.Path(), []byte("{"), 0o600)
+			os.WriteFile(s.prevPath(), []byte("{"), 0o600)
+		}, 0, "state.json: unexpected end of JSON input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &FileStore{Dir: t.TempDir()}
+			saved(t, s, 1)
+			saved(t, s, 2)
+			tt.damage(s)
+			p, err := s.Load()
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrCorruptState) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrCorruptState naming %q", err, tt.wantErr)
+				}
+				if err := s.Reset(); err != nil {
+					t.Fatal(err)
+				}
+				if p, err := s.Load(); p != nil || err != nil {
+					t.Fatalf("after Reset: %v %v, want a fresh start", p, err)
+				}
+				return
+			}
+			if err != nil || p.Sequence != tt.wantSeq || s.Recovered() == nil {
+				t.Fatalf("Load = %+v, %v (recovered %v), want sequence %d from state.json.prev", p, err, s.Recovered(), tt.wantSeq)
+			}
+		})
+	}
+}
+
+func TestSaveFailureKeepsServingAndRetries(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "data")
+	store := &FileStore{Dir: blocker}
+	r := newRig(t, Options{Store: store})
+	os.WriteFile(blocker, []byte("a file where the data dir should be"), 0o600)
+
+	st, err := r.c.SetOverride(OverrideRequest{Level: "Major", Mode: ModePin, TTL: time.Hour, Reason: "INC-5"})
+	if !errors.Is(err, ErrNotSaved) {
+		t.Fatalf("err = %v, want ErrNotSaved", err)
+	}
+	if st.Level != "Major" || r.c.State().Override == nil {
+		t.Fatal("the override must stay in force when it cannot be saved")
+	}
+	os.Remove(blocker) // the operator fixes the disk
+	r.c.Check(context.Background())
+	p, err := store.Load()
+	if err != nil || p == nil || p.Override == nil || p.Override.Reason != "INC-5" {
+		t.Fatalf("after the next health check the state file holds %+v, %v; want the override", p, err)
+	}
+}
+
+// fakeStore records saves and can fail them.
+type fakeStore struct {
+	mu    sync.Mutex
+	saves []uint64
+}
+
+func (f *fakeStore) Load() (*Persisted, error) { return nil, nil }
+
+func (f *fakeStore) Save(p *Persisted) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.saves = append(f.saves, p.Sequence)
+	return nil
+}
+
+func TestEveryChangeIsSavedInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &fakeStore{}
+		r := newRig(t, Options{Store: store})
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				r.c.SetOverride(OverrideRequest{Level: "Minor", Mode: ModePin, TTL: time.Hour, Reason: "x"})
+			})
+		}
+		wg.Wait()
+		for i := 1; i < len(store.saves); i++ {
+			if store.saves[i] < store.saves[i-1] {
+				t.Fatalf("saves went back in time: %v", store.saves)
+			}
+		}
+		if last := store.saves[len(store.saves)-1]; last != 20 {
+			t.Fatalf("last save holds sequence %d, want 20", last)
+		}
+	})
+}

@@ -105,6 +105,7 @@ type Controller struct {
 	autoSince   time.Time
 	ovr         *Override
 	ovrIndex    int
+	ovrEnds     time.Time // ExpiresAt with the monotonic reading, while this process runs
 	seq         uint64
 	history     []Transition // oldest first, at most HistoryLimit
 	pending     int          // consecutive ticks asking for more than auto
@@ -167,6 +168,7 @@ func (c *Controller) restore(p *Persisted) {
 		o := *p.Override
 		c.ovr = &o
 		c.ovrIndex = lookup(t, o.Level, t.Len()-1)
+		c.ovrEnds = o.ExpiresAt
 		c.ovr.Level = t.Level(c.ovrIndex).Name
 	}
 }

@@ -14,7 +14,7 @@ import (
 func pct(v float64) *float64 { return &v }
 
 // defaultTable is the DESIGN.md default table.
-func defaultTable(t *testing.T) *levels.Table {
+func defaultTable(t testing.TB) *levels.Table {
 	t.Helper()
 	rows := []struct {
 		name           string

@@ -49,6 +49,7 @@ func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	}
 	c.ovr = &Override{Level: r.Level, Mode: r.Mode, Reason: r.Reason, SetAt: now.UTC(), ExpiresAt: now.Add(r.TTL).UTC()}
 	c.ovrIndex = idx
+	c.ovrEnds = now.Add(r.TTL) // keeps the monotonic reading: wall-clock jumps don't move it
 	reason := fmt.Sprintf("override set: %s %s for %s: %s", r.Mode, r.Level, r.TTL, r.Reason)
 	m, _ := c.commit(now, SourceOverride, reason, true)
 	st := c.publishLocked()

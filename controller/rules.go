@@ -22,7 +22,7 @@ import (
 // automatic level never moves. c.mu must be held.
 func (c *Controller) evaluate(now time.Time, s levels.Sample) []Transition {
 	var moves []Transition
-	if c.ovr != nil && !now.Before(c.ovr.ExpiresAt) {
+	if c.ovr != nil && !now.Before(c.ovrEnds) {
 		moves = append(moves, c.endOverride(now, "override expired: "+c.ovr.Reason))
 	}
 	c.ready = true

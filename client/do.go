@@ -1,0 +1,53 @@
+package client
+
+import "context"
+
+// Operation is a unit of work with degraded alternatives, for Do.
+type Operation[T any] struct {
+	// Priority is the operation's priority, as for Allow.
+	Priority int
+	// Primary is the full-quality implementation.
+	Primary func(ctx context.Context) (T, error)
+	// Fallbacks maps a level name to a cheaper implementation to use from
+	// that level on, e.g. {"Major": cachedRecommendations}. May be nil.
+	Fallbacks map[string]func(ctx context.Context) (T, error)
+}
+
+// Do runs op.Primary at Normal or when op.Priority is admitted. Otherwise
+// it runs the fallback of the current level or, failing that, of the next
+// more severe level that has one; with none it returns ErrShed without
+// running anything. Do records nothing: wrap the work in Record, or use
+// Middleware, to report outcomes. The level order is learned by Run from
+// GET /v1/levels; until it is known only the current level's own fallback
+// is found. When the fail mode decides without any state, Do runs Primary
+// if admitted and otherwise returns ErrShed.
+func Do[T any](ctx context.Context, c *Client, op Operation[T]) (T, error) {
+	v := c.view.Load()
+	if v.index == 0 || max(op.Priority, 0) >= v.threshold {
+		return op.Primary(ctx)
+	}
+	if f := fallbackFor(c, v, op.Fallbacks); f != nil {
+		return f(ctx)
+	}
+	var zero T
+	return zero, ErrShed
+}
+
+func fallbackFor[T any](c *Client, v *view, fallbacks map[string]func(context.Context) (T, error)) func(context.Context) (T, error) {
+	if len(fallbacks) == 0 || v.index < 0 {
+		return nil
+	}
+	if f, ok := fallbacks[v.level]; ok {
+		return f
+	}
+	names := c.names.Load()
+	if names == nil {
+		return nil
+	}
+	for i := v.index + 1; i < len(*names); i++ {
+		if f, ok := fallbacks[(*names)[i]]; ok {
+			return f
+		}
+	}
+	return nil
+}

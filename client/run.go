@@ -1,0 +1,261 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Reconnection and fallback timing.
+const (
+	backoffBase = 100 * time.Millisecond
+	backoffCap  = 30 * time.Second
+	// firstEventTimeout: a stream that delivers no event this long after
+	// its headers is being buffered (a proxy), so long-polling takes over.
+	firstEventTimeout = 10 * time.Second
+	// streamRetryAfter: how long to long-poll before trying the stream again.
+	streamRetryAfter = 5 * time.Minute
+	// maxPollWait is the longest long-poll wait asked for.
+	maxPollWait = 30 * time.Second
+	// finalFlushTimeout bounds the flush Run makes as it returns.
+	finalFlushTimeout = 2 * time.Second
+)
+
+// errNotStream means the daemon or a proxy cannot hold an event stream.
+var errNotStream = errors.New("event stream unavailable")
+
+// Run follows the daemon's level until ctx ends: it subscribes to
+// /v1/level/stream, falls back to long-polling /v1/level when the stream
+// cannot be held (a buffering proxy, the subscriber limit), reconnects with
+// full-jitter exponential backoff (base 100ms, or the stream's "retry:"
+// when larger; cap 30s), marks the state stale after StaleAfter without
+// contact, and flushes Record's counts every report interval. It returns
+// ctx.Err() only after its goroutines have ended and a last flush (at most
+// 2s) has been tried. Run at most one Run per Client at a time.
+func (c *Client) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("client: Run is already running")
+	}
+	defer c.running.Store(false)
+	inner, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.reportLoop(inner) })
+	wg.Go(func() { c.staleLoop(inner) })
+	c.follow(inner)
+	cancel()
+	wg.Wait()
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
+	_ = c.flush(fctx) // the daemon is gone or the counts are kept: nothing more to do
+	fcancel()
+	return ctx.Err()
+}
+
+func (c *Client) reportLoop(ctx context.Context) {
+	t := time.NewTicker(c.reportEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = c.flush(ctx) // a failed flush keeps its counts for the next one
+		}
+	}
+}
+
+// staleLoop marks the state stale once StaleAfter passes without contact.
+func (c *Client) staleLoop(ctx context.Context) {
+	t := time.NewTimer(c.staleAfter)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		last := c.lastContact.Load()
+		idle := time.Since(time.Unix(0, last))
+		if last == 0 || idle >= c.staleAfter {
+			c.setStale(true)
+			t.Reset(c.staleAfter)
+		} else {
+			t.Reset(c.staleAfter - idle)
+		}
+	}
+}
+
+// follow keeps a subscription until ctx ends: stream sessions, long-poll
+// sessions when the stream cannot be held, backoff between failures.
+func (c *Client) follow(ctx context.Context) {
+	base := backoffBase
+	attempt := 0
+	var pollUntil time.Time
+	for ctx.Err() == nil {
+		var progressed bool
+		var err error
+		if time.Now().Before(pollUntil) {
+			progressed, err = c.poll(ctx, pollUntil)
+		} else {
+			var retry time.Duration
+			progressed, retry, err = c.stream(ctx)
+			if retry > 0 {
+				base = max(retry, backoffBase)
+			}
+			if errors.Is(err, errNotStream) {
+				pollUntil = time.Now().Add(streamRetryAfter)
+				attempt = 0
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if progressed {
+			attempt = 0
+		}
+		if err == nil && !progressed {
+			continue // a poll session ended on schedule: try the stream again
+		}
+		d := backoff(attempt, base, max(backoffCap, base), rand.Int64N)
+		attempt++
+		sleep(ctx, d)
+	}
+}
+
+// backoff is "full jitter": a uniform draw from [0, min(ceiling,
+// base*2^attempt)). rnd(n) must return a value in [0, n).
+func backoff(attempt int, base, ceiling time.Duration, rnd func(int64) int64) time.Duration {
+	d := ceiling
+	if attempt < 32 {
+		if b := base << attempt; b > 0 && b < ceiling {
+			d = b
+		}
+	}
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rnd(int64(d)))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// stream holds one SSE connection until it fails. progressed reports
+// whether any event arrived; retry is the stream's "retry:" value, if any.
+func (c *Client) stream(ctx context.Context) (progressed bool, retry time.Duration, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timedOut atomic.Bool
+	idle := time.AfterFunc(min(firstEventTimeout, c.staleAfter), func() {
+		timedOut.Store(true)
+		cancel()
+	})
+	defer idle.Stop()
+
+	req, err := c.newRequest(ctx, http.MethodGet, "/v1/level/stream", nil)
+	if err != nil {
+		return false, 0, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, 0, c.unreachable(err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotAcceptable, http.StatusServiceUnavailable:
+		return false, 0, fmt.Errorf("%w: %s", errNotStream, resp.Status)
+	default:
+		return false, 0, &APIError{StatusCode: resp.StatusCode, Message: resp.Status}
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return false, 0, fmt.Errorf("%w: content type %q", errNotStream, mt)
+	}
+
+	r := newSSEReader(resp.Body)
+	r.onLine = func() {
+		if progressed {
+			c.contact(time.Now())
+			idle.Reset(c.staleAfter)
+		}
+	}
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			if timedOut.Load() && !progressed {
+				return false, r.retry, fmt.Errorf("%w: no event within %s", errNotStream, min(firstEventTimeout, c.staleAfter))
+			}
+			return progressed, r.retry, err
+		}
+		if ev.Type != "level" {
+			continue
+		}
+		var st State
+		if err := json.Unmarshal([]byte(ev.Data), &st); err != nil || st.Level == "" {
+			return progressed, r.retry, fmt.Errorf("bad level event %q: %v", ev.Data, err)
+		}
+		if !progressed {
+			progressed = true
+			idle.Reset(c.staleAfter)
+			c.loadLevels(ctx)
+		}
+		c.accept(&st, time.Now())
+	}
+}
+
+// poll long-polls GET /v1/level until until, ctx ends or a request fails.
+func (c *Client) poll(ctx context.Context, until time.Time) (progressed bool, err error) {
+	wait := min(maxPollWait, max(c.staleAfter/2, time.Second)).Truncate(time.Second)
+	for ctx.Err() == nil && time.Now().Before(until) {
+		path := "/v1/level"
+		if st := c.view.Load().state; st != nil {
+			path += "?wait=" + wait.String() + "&after=" + strconv.FormatUint(st.Sequence, 10)
+		}
+		rctx, cancel := context.WithTimeout(ctx, wait+requestTimeout)
+		req, err := c.newRequest(rctx, http.MethodGet, path, nil)
+		if err != nil {
+			cancel()
+			return progressed, err
+		}
+		var st State
+		err = c.send(req, &st)
+		cancel()
+		if err != nil {
+			return progressed, err
+		}
+		if !progressed {
+			c.loadLevels(ctx)
+		}
+		progressed = true
+		c.accept(&st, time.Now())
+	}
+	return progressed, nil
+}
+
+// loadLevels learns the level order that Do needs; best effort.
+func (c *Client) loadLevels(ctx context.Context) {
+	ls, err := c.Levels(ctx)
+	if err != nil {
+		return
+	}
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Name
+	}
+	c.names.Store(&names)
+}

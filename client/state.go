@@ -1,0 +1,143 @@
+package client
+
+import (
+	"math"
+	"time"
+)
+
+// PriorityCritical is the priority admitted at every level, and the only
+// one admitted when FailClosed decides.
+const PriorityCritical = math.MaxInt32
+
+// Sources of [State.Source].
+const (
+	SourceAuto     = "auto"
+	SourceOverride = "override"
+)
+
+// State is the daemon's state document (GET /v1/level and every SSE
+// event) with Go names; its JSON form is the wire form. The zero value
+// (Level == "") means no state has arrived yet. A State returned by the
+// client is a copy the caller may keep and modify.
+type State struct {
+	// Level is the published level's name; "Normal" is level 0.
+	Level string `json:"level"`
+	// Index is the level's position in the table; higher is more severe.
+	Index int `json:"index"`
+	// PriorityThreshold is the lowest priority admitted at Level.
+	PriorityThreshold int `json:"priority_threshold"`
+	// DisabledFeatures are the features turned off at Level.
+	DisabledFeatures []string `json:"disabled_features"`
+	// Source is SourceAuto or SourceOverride: what decided Level.
+	Source string `json:"source"`
+	// Recommended is the level the signals ask for now.
+	Recommended string `json:"recommended"`
+	// Reason says why the level last changed.
+	Reason string `json:"reason"`
+	// Since is when Level was published.
+	Since time.Time `json:"since"`
+	// EarliestRecoveryAt is the earliest moment the level could drop; nil
+	// at Normal.
+	EarliestRecoveryAt *time.Time `json:"earliest_recovery_at"`
+	// Sequence grows by one on every change of the level or override.
+	Sequence uint64 `json:"sequence"`
+	// Override is the operator's pin or floor; nil when none is active.
+	Override *Override `json:"override"`
+	// Signals is what the last health check measured.
+	Signals Signals `json:"signals"`
+}
+
+// Override is an operator's pin or floor of the level.
+type Override struct {
+	// Level is the level pinned or floored to.
+	Level string `json:"level"`
+	// Mode is "pin" or "floor".
+	Mode string `json:"mode"`
+	// Reason is the operator's reason, e.g. an incident number.
+	Reason string `json:"reason"`
+	// SetAt is when the override was set.
+	SetAt time.Time `json:"set_at"`
+	// ExpiresAt is when the override ends unless cleared before.
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Signals are the measurements of the last health check. A nil percentage
+// is an unavailable signal; SampledAt is nil before the first check.
+type Signals struct {
+	CPUPercent       *float64   `json:"cpu_percent"`
+	MemoryPercent    *float64   `json:"memory_percent"`
+	ErrorRatePercent *float64   `json:"error_rate_percent"`
+	WindowAttempts   int64      `json:"window_attempts"`
+	WindowFailures   int64      `json:"window_failures"`
+	SampledAt        *time.Time `json:"sampled_at"`
+}
+
+// Level is one row of the daemon's level table (GET /v1/levels). A nil
+// threshold means the signal never triggers the level.
+type Level struct {
+	Name              string   `json:"name"`
+	Index             int      `json:"index"`
+	PriorityThreshold int      `json:"priority_threshold"`
+	ErrorRatePercent  *float64 `json:"error_rate_percent"`
+	CPUPercent        *float64 `json:"cpu_percent"`
+	MemoryPercent     *float64 `json:"memory_percent"`
+	Disable           []string `json:"disable"`
+}
+
+// clone returns a deep copy, so callers can never alter a shared snapshot.
+func (s State) clone() State {
+	if s.DisabledFeatures != nil {
+		s.DisabledFeatures = append([]string{}, s.DisabledFeatures...)
+	}
+	if s.EarliestRecoveryAt != nil {
+		t := *s.EarliestRecoveryAt
+		s.EarliestRecoveryAt = &t
+	}
+	if s.Override != nil {
+		o := *s.Override
+		s.Override = &o
+	}
+	s.Signals.CPUPercent = clonePtr(s.Signals.CPUPercent)
+	s.Signals.MemoryPercent = clonePtr(s.Signals.MemoryPercent)
+	s.Signals.ErrorRatePercent = clonePtr(s.Signals.ErrorRatePercent)
+	s.Signals.SampledAt = clonePtr(s.Signals.SampledAt)
+	return s
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// view is the immutable snapshot the hot path reads: the admission
+// decision already folded with the fail mode and staleness.
+type view struct {
+	threshold   int      // lowest priority admitted
+	disabled    []string // features off; ignored when allDisabled
+	allDisabled bool     // FailClosed without a usable state
+	level       string   // for X-Degraded-Level; "unknown" without a state
+	index       int      // -1 when the fail mode decides without a state
+	recoveryAt  *time.Time
+	stale       bool
+	state       *State // last known state, nil before the first
+}
+
+// newView folds the last known state, staleness and fail mode into what
+// Allow and Feature read.
+func newView(st *State, stale bool, mode FailMode) *view {
+	v := &view{stale: stale, state: st, index: -1, level: "unknown"}
+	if st != nil && (!stale || mode == FailLastKnown) {
+		v.threshold, v.disabled, v.level, v.index, v.recoveryAt = st.PriorityThreshold, st.DisabledFeatures, st.Level, st.Index, st.EarliestRecoveryAt
+		return v
+	}
+	switch mode {
+	case FailClosed:
+		v.threshold, v.allDisabled = PriorityCritical, true
+	default: // FailOpen, and FailLastKnown before any state
+		v.threshold = 0
+	}
+	return v
+}

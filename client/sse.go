@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -12,6 +13,12 @@ import (
 // maxSSELine bounds one line of the event stream, so a broken or hostile
 // server cannot grow the client's memory without bound.
 const maxSSELine = 1 << 20
+
+// maxSSEEvent bounds the data of one event, however many lines carry it.
+const maxSSEEvent = 4 << 20
+
+// errEventTooLarge ends a stream whose event outgrows maxSSEEvent.
+var errEventTooLarge = errors.New("event stream: event larger than 4 MiB")
 
 // sseEvent is one dispatched Server-Sent Event.
 type sseEvent struct {
@@ -85,6 +92,9 @@ func (r *sseReader) Next() (sseEvent, error) {
 		case "event":
 			r.typ = string(value)
 		case "data":
+			if r.data.Len()+len(value) >= maxSSEEvent {
+				return sseEvent{}, errEventTooLarge
+			}
 			r.data.Write(value)
 			r.data.WriteByte('\n')
 		case "id":

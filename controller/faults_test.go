@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type failingSampler struct{}
+
+func (failingSampler) Sample(context.Context, time.Time) (float64, error) {
+	return 0, errors.New("read cgroup cpu.stat: no such file or directory")
+}
+
+// recorder is an Observer that keeps what it was told.
+type recorder struct {
+	mu     sync.Mutex
+	failed [][]string
+	moves  []string
+	last   *State
+}
+
+func (r *recorder) Published(s *State) { r.mu.Lock(); r.last = s; r.mu.Unlock() }
+func (r *recorder) Transition(from, to, source string) {
+	r.mu.Lock()
+	r.moves = append(r.moves, from+">"+to+":"+source)
+	r.mu.Unlock()
+}
+func (r *recorder) HealthCheck(_ time.Duration, failed []string) {
+	r.mu.Lock()
+	r.failed = append(r.failed, failed)
+	r.mu.Unlock()
+}
+
+// TestFailedSampleIsUnavailableNotZero: a sampler error makes the signal
+// null and is reported, and never reads as 0% (which would mean "recover").
+func TestFailedSampleIsUnavailableNotZero(t *testing.T) {
+	obs := &recorder{}
+	mem := &fakeSampler{v: 85}
+	c, err := New(Options{Table: defaultTable(t), CPU: failingSampler{}, Memory: mem, Observer: obs, Hysteresis: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Check(context.Background())
+	st := c.State()
+	if st.Signals.CPUPercent != nil || st.Signals.MemoryPercent == nil || st.Level != "Major" {
+		t.Fatalf("signals %+v level %s, want cpu null, memory 85 and Major", st.Signals, st.Level)
+	}
+	mem.set(-1) // warming up: unavailable but not a failure
+	c.Check(context.Background())
+	if d := cmp.Diff([][]string{{"cpu"}, {"cpu"}}, obs.failed); d != "" {
+		t.Errorf("failed samples reported (-want +got):\n%s", d)
+	}
+	// Unavailable signals trigger nothing, so recovery proceeds as usual:
+	// one step (here the dwell is 0), never a drop straight to Normal.
+	if d := cmp.Diff([]string{"Normal>Major:auto", "Major>Moderate:auto"}, obs.moves); d != "" {
+		t.Errorf("transitions (-want +got):\n%s", d)
+	}
+}

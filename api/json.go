@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -74,10 +75,28 @@ func decodeError(err error) *httpError {
 	case errors.Is(err, io.EOF):
 		return &httpError{http.StatusBadRequest, "body is empty"}
 	case errors.As(err, &typ):
-		return &httpError{http.StatusBadRequest, fmt.Sprintf("field %q must be %s", typ.Field, typ.Type)}
+		return &httpError{http.StatusBadRequest, fmt.Sprintf("field %q must be %s", typ.Field, kindName(typ.Type))}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return &httpError{http.StatusBadRequest, "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")}
 	default:
 		return &httpError{http.StatusBadRequest, "body is not valid JSON"}
+	}
+}
+
+// kindName says in words what a JSON field must hold.
+func kindName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	default:
+		return "a JSON " + t.Kind().String()
 	}
 }

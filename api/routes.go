@@ -17,6 +17,7 @@ func (s *server) routes() http.Handler {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 	})
 
+	r.Get("/", handleDashboard())
 	r.Get("/healthz", handleHealthz())
 	r.Get("/readyz", handleReadyz(s.Controller))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}))
@@ -26,6 +27,7 @@ func (s *server) routes() http.Handler {
 	r.Get("/v1/admit", handleAdmit(s.Controller))
 	r.Get("/v1/levels", handleLevels(s.Controller))
 	r.Get("/v1/history", handleHistory(s.Controller))
+	r.Get("/v1/samples", handleSamples(s.Controller))
 	r.With(s.requireToken(reportToken)).Post("/v1/outcomes", handleOutcomes(s.Outcomes, s.Metrics))
 
 	r.Get("/v1/override", handleGetOverride(s.Controller))

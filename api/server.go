@@ -18,6 +18,7 @@ type Controller interface {
 	Sampled() <-chan struct{}
 	Ready() bool
 	History(limit int) []controller.Transition
+	Samples() []controller.Signals
 	Table() *levels.Table
 	SetOverride(controller.OverrideRequest) (*controller.State, error)
 	ClearOverride() (*controller.State, error)

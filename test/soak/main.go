@@ -307,4 +307,3 @@ func (d *daemon) sequence(c *http.Client) (uint64, error) {
 	defer resp.Body.Close()
 	return strconv.ParseUint(strings.Trim(resp.Header.Get("ETag"), `W/"`), 10, 64)
 }
-

@@ -1,0 +1,140 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/degraded/degraded/controller"
+)
+
+func TestDashboardPage(t *testing.T) {
+	r := newRig(t, Deps{})
+	w := r.do("GET", "/", "")
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET /: %d, want 200", w.Code)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type %q, want text/html; charset=utf-8", ct)
+	}
+	page := w.Body.String()
+	for _, want := range []string{"<style>", "<script>", `id="level-name"`, `id="override-form"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, styleTag) || strings.Contains(page, scriptTag) {
+		t.Error("page still links style.css or app.js instead of inlining them")
+	}
+
+	t.Run("nothing loaded from elsewhere", func(t *testing.T) {
+		// The only absolute URL is the SVG namespace, which is a name, not a fetch.
+		abs := regexp.MustCompile(`(?i)(src|href|action)\s*=\s*["']?(https?:)?//|url\(\s*["']?(https?:)?//|fetch\(\s*["'](https?:)?//|https?://`)
+		for _, m := range abs.FindAllString(strings.ReplaceAll(page, "http://www.w3.org/2000/svg", ""), -1) {
+			t.Errorf("page refers to another origin: %q", m)
+		}
+	})
+
+	t.Run("the policy allows exactly the inline script and style", func(t *testing.T) {
+		csp := w.Header().Get("Content-Security-Policy")
+		for tag, body := range map[string]string{"script": between(t, page, "<script>", "</script>"), "style": between(t, page, "<style>", "</style>")} {
+			sum := sha256.Sum256([]byte(body))
+			want := tag + "-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+			if !strings.Contains(csp, want) {
+				t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+			}
+		}
+		for _, want := range []string{"default-src 'none'", "connect-src 'self'", "frame-ancestors 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+			}
+		}
+	})
+
+	t.Run("every element the script looks up exists", func(t *testing.T) {
+		js := between(t, page, "<script>", "</script>")
+		for _, m := range regexp.MustCompile(`\$\('([A-Za-z0-9_-]+)'\)`).FindAllStringSubmatch(js, -1) {
+			if !strings.Contains(page, `id="`+m[1]+`"`) {
+				t.Errorf("app.js looks up #%s, which index.html lacks", m[1])
+			}
+		}
+	})
+
+	t.Run("every form control has a label", func(t *testing.T) {
+		for _, m := range regexp.MustCompile(`<(?:input|select)[^>]*\bid="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+			if !strings.Contains(page, `for="`+m[1]+`"`) {
+				t.Errorf("control #%s has no <label for>", m[1])
+			}
+		}
+	})
+
+	t.Run("revalidation", func(t *testing.T) {
+		tag := w.Header().Get("ETag")
+		if tag == "" {
+			t.Fatal("no ETag")
+		}
+		if w := r.do("GET", "/", "", "If-None-Match", tag); w.Code != http.StatusNotModified {
+			t.Errorf("If-None-Match %s: %d, want 304", tag, w.Code)
+		}
+	})
+
+	t.Run("read only", func(t *testing.T) {
+		if w := r.do("POST", "/", `{}`); w.Code != http.StatusMethodNotAllowed {
+			t.Errorf("POST /: %d, want 405", w.Code)
+		}
+	})
+}
+
+func between(t *testing.T, s, open, closing string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(s, open)
+	if !ok {
+		t.Fatalf("no %s in page", open)
+	}
+	body, _, ok := strings.Cut(rest, closing)
+	if !ok {
+		t.Fatalf("no %s in page", closing)
+	}
+	return body
+}
+
+func TestSamples(t *testing.T) {
+	r := newRig(t, Deps{})
+	got := decodeBody[map[string][]controller.Signals](t, r.do("GET", "/v1/samples", ""))
+	if s, ok := got["samples"]; !ok || s == nil || len(s) != 0 {
+		t.Fatalf("before any health check: %v, want {\"samples\":[]}", got)
+	}
+	if w := r.do("GET", "/v1/samples", ""); strings.TrimSpace(w.Body.String()) != `{"samples":[]}` {
+		t.Errorf("empty body %q, want {\"samples\":[]}", w.Body)
+	}
+
+	r.fail(t, 990, 10) // 1% errors: one health check
+	r.fail(t, 0, 60)   // 70 failures of 1060: a second
+	r.c.Check(context.Background())
+	w := r.do("GET", "/v1/samples", "")
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /v1/samples: %d %s", w.Code, w.Header().Get("Content-Type"))
+	}
+	samples := decodeBody[map[string][]controller.Signals](t, w)["samples"]
+	if len(samples) != 3 {
+		t.Fatalf("%d samples, want 3 (one per health check)", len(samples))
+	}
+	for i, s := range samples {
+		if s.SampledAt == nil {
+			t.Fatalf("sample %d has no sampled_at", i)
+		}
+		if i > 0 && s.SampledAt.Before(*samples[i-1].SampledAt) {
+			t.Errorf("sample %d at %v is before sample %d at %v: want oldest first", i, s.SampledAt, i-1, samples[i-1].SampledAt)
+		}
+	}
+	if a := samples[0].WindowAttempts; a != 1000 {
+		t.Errorf("first sample counts %d attempts, want 1000", a)
+	}
+	if a, f := samples[2].WindowAttempts, samples[2].WindowFailures; a != 1060 || f != 70 {
+		t.Errorf("last sample counts %d/%d, want 1060 attempts, 70 failures", a, f)
+	}
+}

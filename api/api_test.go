@@ -257,6 +257,7 @@ func TestBadInputs(t *testing.T) {
 		{"history limit", "GET", "/v1/history?limit=0", "", "", 400, "limit must be an integer 1..1000"},
 		{"unknown path", "GET", "/v2/level", "", "", 404, "no such endpoint"},
 		{"wrong method", "DELETE", "/v1/level", "", "", 405, "method not allowed"},
+		{"wrong method on override", "POST", "/v1/override", "", "", 405, "method not allowed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,6 +271,12 @@ func TestBadInputs(t *testing.T) {
 			r.h.ServeHTTP(w, req)
 			if w.Code != tt.code {
 				t.Fatalf("%d %s, want %d", w.Code, w.Body, tt.code)
+			}
+			if tt.code == 405 {
+				want := map[string]string{"/v1/level": "GET", "/v1/override": "GET, PUT, DELETE"}[tt.path]
+				if got := w.Header().Get("Allow"); got != want {
+					t.Errorf("Allow %q, want %q", got, want)
+				}
 			}
 			if b := decodeBody[errorBody](t, w); !strings.Contains(b.Error, tt.msg) {
 				t.Errorf("error %q, want it to contain %q", b.Error, tt.msg)

@@ -24,6 +24,7 @@ type Metrics struct {
 	errorRate       prometheus.Gauge
 	outcomesTotal   *prometheus.CounterVec
 	overrideActive  prometheus.Gauge
+	overrideExpiry  prometheus.Gauge
 	sseSubscribers  prometheus.Gauge
 	checkDuration   prometheus.Histogram
 	sampleErrors    *prometheus.CounterVec
@@ -56,6 +57,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		errorRate:      g("signal_error_rate_percent", "Error rate over the window at the last health check, percent (NaN when unavailable)."),
 		outcomesTotal:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "outcomes_total", Help: "Outcomes reported by services."}, []string{"result"}),
 		overrideActive: g("override_active", "1 while an operator override is active."),
+		overrideExpiry: g("override_expiry_timestamp_seconds", "When the active override expires, Unix seconds; 0 without one."),
 		sseSubscribers: g("sse_subscribers", "Open Server-Sent Events streams."),
 		checkDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "degraded", Name: "health_check_duration_seconds", Help: "Time taken by each health check.",
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1}}),
@@ -67,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		levelNames:      append([]string(nil), levelNames...),
 	}
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.cpu, m.memory, m.errorRate,
-		m.outcomesTotal, m.overrideActive, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
+		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"success", "failure"} {
 		m.outcomesTotal.WithLabelValues(r)
@@ -106,8 +108,10 @@ func (m *Metrics) Published(s *controller.State) {
 	m.levelInfo.WithLabelValues(s.Level).Set(1)
 	if s.Override != nil {
 		m.overrideActive.Set(1)
+		m.overrideExpiry.Set(float64(s.Override.ExpiresAt.UnixMilli()) / 1e3)
 	} else {
 		m.overrideActive.Set(0)
+		m.overrideExpiry.Set(0)
 	}
 	m.cpu.Set(orNaN(s.Signals.CPUPercent))
 	m.memory.Set(orNaN(s.Signals.MemoryPercent))

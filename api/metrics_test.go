@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/degraded/degraded/controller"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -75,7 +76,10 @@ func TestMetricsFollowTheLevel(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	r.do("PUT", "/v1/override", `{"level":"Minor","mode":"pin","ttl":"1m","reason":"x"}`)
+	st := decodeBody[controller.State](t, r.do("PUT", "/v1/override", `{"level":"Minor","mode":"pin","ttl":"1m","reason":"x"}`))
+	if got, want := gaugeValue(t, r, "degraded_override_expiry_timestamp_seconds"), float64(st.Override.ExpiresAt.UnixMilli())/1e3; got != want {
+		t.Errorf("override expiry gauge %v, want %v", got, want)
+	}
 	if err := testutil.CollectAndCompare(r.reg, strings.NewReader(`
 # HELP degraded_override_active 1 while an operator override is active.
 # TYPE degraded_override_active gauge

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -13,7 +14,8 @@ func (s *server) routes() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowed(r, req.URL.Path))
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 	})
 
@@ -37,4 +39,16 @@ func (s *server) routes() http.Handler {
 		r.With(s.requireToken(adminToken)).Post("/-/reload", handleReload(s.Reload, s.Logger))
 	}
 	return r
+}
+
+// allowed lists the methods routed for path, for a 405's Allow header
+// (chi drops it when the handler is replaced).
+func allowed(r chi.Routes, path string) string {
+	var ms []string
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+		if r.Match(chi.NewRouteContext(), m, path) {
+			ms = append(ms, m)
+		}
+	}
+	return strings.Join(ms, ", ")
 }

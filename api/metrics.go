@@ -23,6 +23,8 @@ type Metrics struct {
 	memory          prometheus.Gauge
 	errorRate       prometheus.Gauge
 	outcomesTotal   *prometheus.CounterVec
+	successes       prometheus.Counter // outcomesTotal{result="success"}, looked up once
+	failures        prometheus.Counter
 	overrideActive  prometheus.Gauge
 	overrideExpiry  prometheus.Gauge
 	sseSubscribers  prometheus.Gauge
@@ -71,9 +73,8 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.cpu, m.memory, m.errorRate,
 		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, r := range []string{"success", "failure"} {
-		m.outcomesTotal.WithLabelValues(r)
-	}
+	m.successes = m.outcomesTotal.WithLabelValues("success")
+	m.failures = m.outcomesTotal.WithLabelValues("failure")
 	for _, s := range []string{"cpu", "memory"} {
 		m.sampleErrors.WithLabelValues(s)
 	}
@@ -189,8 +190,8 @@ func (m *Metrics) outcomes(success, failure int64) {
 	if m == nil {
 		return
 	}
-	m.outcomesTotal.WithLabelValues("success").Add(float64(success))
-	m.outcomesTotal.WithLabelValues("failure").Add(float64(failure))
+	m.successes.Add(float64(success))
+	m.failures.Add(float64(failure))
 }
 
 func (m *Metrics) subscribed(delta float64) {

@@ -65,6 +65,7 @@ type Deps struct {
 type server struct {
 	Deps
 	subscribers atomic.Int64
+	lastLevel   atomic.Pointer[encodedLevel] // shared encoding of the latest level event
 }
 
 // NewServer returns the daemon's HTTP handler.

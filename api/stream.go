@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/degraded/degraded/controller"
 )
 
 // handleStream serves the level as Server-Sent Events: the current state on
@@ -43,7 +45,7 @@ func (s *server) handleStream() http.HandlerFunc {
 		if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
 			return
 		}
-		if writeEvent(w, "level", st.Sequence, st) != nil || rc.Flush() != nil {
+		if s.writeLevel(w, st) != nil || rc.Flush() != nil {
 			return
 		}
 		ping := time.NewTicker(s.Heartbeat)
@@ -63,7 +65,7 @@ func (s *server) handleStream() http.HandlerFunc {
 			st := c.State()
 			if err == nil && st.Sequence != last {
 				last = st.Sequence
-				err = writeEvent(w, "level", st.Sequence, st)
+				err = s.writeLevel(w, st)
 			}
 			if err == nil && samples && sampled {
 				err = writeEvent(w, "sample", st.Sequence, st.Signals)
@@ -84,16 +86,48 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
+// encodedLevel is a level event already encoded for one published state.
+type encodedLevel struct {
+	st    *controller.State
+	event []byte
+}
+
+// writeLevel writes the level event for st. Every subscriber sends the
+// same bytes for the same published state, so they are encoded once and
+// shared: a change reaching 10,000 streams is one JSON encoding, not
+// 10,000.
+func (s *server) writeLevel(w io.Writer, st *controller.State) error {
+	if c := s.lastLevel.Load(); c != nil && c.st == st {
+		_, err := w.Write(c.event)
+		return err
+	}
+	var b bytes.Buffer
+	if err := encodeEvent(&b, "level", st.Sequence, st); err != nil {
+		return err
+	}
+	s.lastLevel.Store(&encodedLevel{st: st, event: b.Bytes()})
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
 // writeEvent writes one SSE event; JSON holds no newlines, so data is one line.
 func writeEvent(w io.Writer, event string, id uint64, v any) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "id: %d\nevent: %s\ndata: ", id, event)
-	enc := json.NewEncoder(&b)
+	if err := encodeEvent(&b, event, id, v); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// encodeEvent appends one SSE event to b.
+func encodeEvent(b *bytes.Buffer, event string, id uint64, v any) error {
+	fmt.Fprintf(b, "id: %d\nevent: %s\ndata: ", id, event)
+	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil { // ends the data line with "\n"
 		return err
 	}
 	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
-	return err
+	return nil
 }

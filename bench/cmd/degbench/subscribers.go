@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The fan-out subscribers run in child processes, one per system, each
+// holding its 10,000 connections (a process's file limit here is 20,000,
+// and one process would need both sets). The parent drives them over
+// stdin/stdout:
+//
+//	parent -> child   "expect KEY\n"                  before making change KEY
+//	child -> parent   "KEY FIRST MEDIAN LAST MISSED\n" once every subscriber
+//	                   holds KEY (or after 30s): Unix-nanosecond arrival times
+//
+// For SSE the key is the event id (the state sequence); for Redis it is
+// the number before the first newline of the message.
+
+// round is one change being delivered: every subscriber that holds the
+// event with key stores its arrival time and calls Done.
+type round struct {
+	key   uint64
+	times []int64
+	wg    sync.WaitGroup
+}
+
+func newRound(key uint64, n int) *round {
+	r := &round{key: key, times: make([]int64, n)}
+	r.wg.Add(n)
+	return r
+}
+
+// arrived records subscriber i holding the event at time at.
+func (r *round) arrived(i int, at int64) {
+	r.times[i] = at
+	r.wg.Done()
+}
+
+// summary waits up to timeout for every subscriber and returns the
+// first, median and last arrival time and how many never arrived.
+func (r *round) summary(timeout time.Duration) string {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+	var got []int64
+	for i := range r.times {
+		if at := atomic.LoadInt64(&r.times[i]); at != 0 {
+			got = append(got, at)
+		}
+	}
+	missed := len(r.times) - len(got)
+	if len(got) == 0 {
+		return fmt.Sprintf("%d 0 0 0 %d", r.key, missed)
+	}
+	slices.Sort(got)
+	return fmt.Sprintf("%d %d %d %d %d", r.key, got[0], got[(len(got)-1)/2], got[len(got)-1], missed)
+}
+
+func subscribersCmd(args []string) error {
+	fs := flag.NewFlagSet("subscribers", flag.ExitOnError)
+	kind := fs.String("kind", "sse", "sse or redis")
+	target := fs.String("target", "", "SSE stream URL, or Redis host:port")
+	channel := fs.String("channel", "degraded-level", "Redis channel")
+	n := fs.Int("n", 10000, "subscribers")
+	_ = fs.Parse(args)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cur atomic.Pointer[round]
+	deliver := func(i int, key uint64, at int64) {
+		if r := cur.Load(); r != nil && r.key == key {
+			r.arrived(i, at)
+		}
+	}
+	var closers []io.Closer
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 100) // connections being opened at once
+	errs := make(chan error, *n)
+	var rdb *redis.Client
+	if *kind == "redis" {
+		rdb = redis.NewClient(subscriberOptions(*target))
+		defer rdb.Close()
+	}
+	for i := range *n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c, err := subscribe(ctx, *kind, *target, rdb, *channel, func(key uint64, at int64) { deliver(i, key, at) })
+			if err != nil {
+				errs <- fmt.Errorf("subscriber %d: %w", i, err)
+				return
+			}
+			mu.Lock()
+			closers = append(closers, c)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	fmt.Println("ready")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		keyText, ok := strings.CutPrefix(sc.Text(), "expect ")
+		if !ok {
+			return fmt.Errorf("unknown command %q", sc.Text())
+		}
+		key, err := strconv.ParseUint(keyText, 10, 64)
+		if err != nil {
+			return err
+		}
+		r := newRound(key, *n)
+		cur.Store(r)
+		fmt.Println("armed")
+		fmt.Println(r.summary(30 * time.Second))
+	}
+	return sc.Err()
+}
+
+// subscribe opens one subscription whose reader calls got for each event
+// or message.
+func subscribe(ctx context.Context, kind, target string, rdb *redis.Client, channel string, got func(key uint64, at int64)) (io.Closer, error) {
+	switch kind {
+	case "sse":
+		c, err := dialSSE(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		go c.follow(func(ev sseEvent) {
+			if ev.Event == "level" {
+				got(ev.ID, ev.At)
+			}
+		})
+		return c, nil
+	case "redis":
+		ps := rdb.Subscribe(ctx, channel)
+		if _, err := ps.Receive(ctx); err != nil {
+			ps.Close()
+			return nil, err
+		}
+		go func() {
+			for {
+				m, err := ps.ReceiveMessage(ctx)
+				if err != nil {
+					return
+				}
+				at := now()
+				key, _, _ := strings.Cut(m.Payload, "\n")
+				k, _ := strconv.ParseUint(key, 10, 64)
+				got(k, at)
+			}
+		}()
+		return ps, nil
+	}
+	return nil, fmt.Errorf("unknown kind %q", kind)
+}
+
+// subscriberProcess is the parent's handle on a `degbench subscribers`.
+type subscriberProcess struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startSubscribers(kind, target string, n int) (*subscriberProcess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "subscribers", "-kind", kind, "-target", target, "-n", strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &subscriberProcess{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	if line, err := p.line(); err != nil || line != "ready" {
+		p.stop()
+		return nil, fmt.Errorf("%s subscribers did not connect (%q, %v)", kind, line, err)
+	}
+	return p, nil
+}
+
+func (p *subscriberProcess) line() (string, error) {
+	s, err := p.out.ReadString('\n')
+	return strings.TrimSpace(s), err
+}
+
+// expect arms the subscribers for key; it returns once they are armed.
+func (p *subscriberProcess) expect(key uint64) error {
+	if _, err := fmt.Fprintf(p.in, "expect %d\n", key); err != nil {
+		return err
+	}
+	if line, err := p.line(); err != nil || line != "armed" {
+		return fmt.Errorf("subscribers not armed (%q, %v)", line, err)
+	}
+	return nil
+}
+
+// result reads the summary of the armed change, relative to t0.
+func (p *subscriberProcess) result(key uint64, t0 int64) (changeStats, error) {
+	line, err := p.line()
+	if err != nil {
+		return changeStats{}, err
+	}
+	var k uint64
+	var first, med, last int64
+	var missed int
+	if _, err := fmt.Sscan(line, &k, &first, &med, &last, &missed); err != nil || k != key {
+		return changeStats{}, fmt.Errorf("bad summary %q for key %d (%v)", line, key, err)
+	}
+	if missed > 0 {
+		return changeStats{}, fmt.Errorf("%d subscribers never held change %d", missed, key)
+	}
+	ms := func(at int64) float64 { return float64(at-t0) / 1e6 }
+	return changeStats{FirstMs: ms(first), MedianMs: ms(med), LastMs: ms(last)}, nil
+}
+
+func (p *subscriberProcess) stop() {
+	p.in.Close()
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}

@@ -1,0 +1,59 @@
+package micro
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/degraded/degraded/api"
+	"github.com/degraded/degraded/client"
+	"github.com/degraded/degraded/config"
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/errwindow"
+)
+
+// followingClient returns a client.Client that holds a real state pushed
+// over SSE by the daemon's own controller and API (in-process, on
+// loopback), pinned at level: the exact state a service would be in.
+func followingClient(b *testing.B, level string) *client.Client {
+	b.Helper()
+	table, err := config.Default().Table()
+	if err != nil {
+		b.Fatal(err)
+	}
+	win, err := errwindow.New(errwindow.Options{Window: time.Minute, Buckets: 6})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctrl, err := controller.New(controller.Options{Table: table, Errors: win})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ctrl.Run(ctx) })
+	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: win}))
+	c, err := client.New(srv.URL, client.WithReportInterval(time.Hour))
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Go(func() { _ = c.Run(ctx) })
+	b.Cleanup(func() {
+		cancel()
+		srv.CloseClientConnections()
+		srv.Close()
+		wg.Wait()
+	})
+	if _, err := ctrl.SetOverride(controller.OverrideRequest{Level: level, Mode: controller.ModePin, TTL: time.Hour, Reason: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); c.State().Level != level || c.Stale(); {
+		if time.Now().After(deadline) {
+			b.Fatalf("client did not reach level %s (has %q)", level, c.State().Level)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return c
+}

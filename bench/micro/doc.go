@@ -1,0 +1,12 @@
+// Package micro holds the per-request micro-benchmarks of bench/run.sh:
+// the admission check (client.Allow against aegis BBR, a failsafe-go
+// bulkhead and a gobreaker two-step breaker) and outcome recording
+// (errwindow.Window.Record against a mutex-guarded window, a Prometheus
+// counter and a bare atomic add). It has no code of its own, only
+// benchmarks; run them with
+//
+//	go test -run '^$' -bench . -benchmem ./micro
+//
+// It is not part of the daemon's module, so the peers measured here never
+// enter the daemon's dependencies.
+package micro

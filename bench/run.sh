@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# bench/run.sh: every performance measurement of degraded, side by side with
+# its peers, then docs/performance.md rewritten from the results.
+#
+#   bench/run.sh            full run (about 9 minutes on 2 cores)
+#   QUICK=1 bench/run.sh    one-iteration smoke (about 1 minute): writes
+#                           bench/results/performance-quick.md, not the docs
+#
+# Installs what it needs (Debian's redis-server and wrk), runs everything on
+# 127.0.0.1 only, bounds every step with a timeout, and leaves nothing running.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$here"
+export PATH="/usr/local/go/bin:$PATH"
+
+QUICK="${QUICK:-0}"
+results="${RESULTS:-$here/results}"
+[ "$QUICK" = 1 ] && results="${RESULTS:-$here/results/quick}"
+if [ "$QUICK" = 1 ]; then
+  count=1 benchtime=1x subscribers=200 changes=3 wrk_runs=1 wrk_duration=1s
+  reaction_trials=3 idle_duration=3s idle_warmup=1s proto_changes=3
+  out="$results/performance-quick.md"
+else
+  count=5 benchtime=300ms subscribers=10000 changes=40 wrk_runs=5 wrk_duration=10s
+  reaction_trials=60 idle_duration=60s idle_warmup=5s proto_changes=20
+  out="$root/docs/performance.md"
+fi
+
+step() { printf '\n=== %s\n' "$*" >&2; }
+
+step "tools"
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v wrk >/dev/null || need+=(wrk)
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+go version >&2
+redis-server --version >&2
+wrk -v 2>&1 | head -1 >&2 || true
+
+# Each process holding subscribers needs one descriptor per connection: the
+# daemon, redis-server and each subscriber process hold $subscribers each.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((subscribers + 1000)) ]; then
+  echo "run.sh: open-file limit $(ulimit -n) is below $((subscribers + 1000)); raise the hard limit (ulimit -Hn)" >&2
+  exit 1
+fi
+
+rm -rf "$results"
+mkdir -p "$results/bin"
+bin="$results/bin"
+step "build"
+(cd "$root" && go build -o "$bin/degraded" ./cmd/degraded)
+go build -o "$bin/degbench" ./cmd/degbench
+
+step "machine"
+{
+  echo "date (UTC)=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  hv="$(lscpu | sed -n 's/^Hypervisor vendor: *//p' | head -1)"
+  if [ -n "$hv" ]; then hv="$hv guest"; else hv="bare metal"; fi
+  echo "CPU=$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $hv"
+  echo "memory=$(free -g | awk '/^Mem:/{print $2}') GiB"
+  echo "kernel=$(uname -sr)"
+  echo "Go=$(go version | cut -d' ' -f3-)"
+  echo "GOMAXPROCS=default ($(nproc))"
+  echo "redis-server=$(redis-server --version | cut -d' ' -f3 | tr -d 'v=')"
+  echo "wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f2)"
+  echo "degraded=$(cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown)"
+  go list -m -f '{{.Path}}={{.Version}}' github.com/go-kratos/aegis github.com/failsafe-go/failsafe-go \
+    github.com/sony/gobreaker/v2 github.com/redis/go-redis/v9 github.com/prometheus/client_golang
+} >"$results/machine.txt"
+cat "$results/machine.txt" >&2
+
+cmds=(
+  "go test -run '^\$' -bench . -benchmem -count $count -benchtime $benchtime ./micro"
+  "degbench fanout -binary degraded -subscribers $subscribers -changes $changes"
+  "degbench http -binary degraded -runs $wrk_runs -duration $wrk_duration -threads 2 -connections 64"
+  "degbench reaction -binary degraded -trials $reaction_trials -interval 100ms"
+  "degbench idle -binary degraded -subscribers 100 -duration $idle_duration"
+  "degbench profile-fanout -subscribers $subscribers -changes $proto_changes"
+  "degbench profile-fanout -subscribers $subscribers -changes $proto_changes -proto"
+)
+printf '%s\n' "(cd bench && ${cmds[0]})" "${cmds[@]:1}" >"$results/commands.txt"
+
+step "micro-benchmarks: admission and recording"
+timeout 600 go test -run '^$' -bench . -benchmem -count "$count" -benchtime "$benchtime" ./micro | tee "$results/micro.txt" >&2
+
+step "fan-out: $subscribers SSE subscribers vs Redis pub/sub"
+timeout 600 "$bin/degbench" fanout -binary "$bin/degraded" -subscribers "$subscribers" -changes "$changes" \
+  -out "$results/fanout.json"
+
+step "HTTP: wrk on the daemon vs a bare net/http server"
+timeout 600 "$bin/degbench" http -binary "$bin/degraded" -runs "$wrk_runs" -duration "$wrk_duration" \
+  -threads 2 -connections 64 -out "$results/http.json"
+
+step "reaction time"
+timeout 600 "$bin/degbench" reaction -binary "$bin/degraded" -trials "$reaction_trials" -interval 100ms \
+  -out "$results/reaction.json"
+
+step "idle cost"
+timeout 600 "$bin/degbench" idle -binary "$bin/degraded" -subscribers 100 -duration "$idle_duration" \
+  -warmup "$idle_warmup" -out "$results/idle.json"
+
+step "before/after: the daemon's SSE handler vs the prototype of the proposed fix"
+timeout 600 "$bin/degbench" profile-fanout -subscribers "$subscribers" -changes "$proto_changes" \
+  -dir "$results" -out "$results/proto-before.json"
+mkdir -p "$results/proto"
+timeout 600 "$bin/degbench" profile-fanout -subscribers "$subscribers" -changes "$proto_changes" -proto \
+  -dir "$results/proto" -out "$results/proto-after.json"
+
+step "report"
+"$bin/degbench" report -results "$results" -findings "$here/findings.md" -out "$out"
+echo "wrote $out" >&2

@@ -262,8 +262,17 @@ func (c *Controller) Check(ctx context.Context) {
 
 	var failed []string
 	sample := levels.Sample{SampledAt: start.UTC()}
-	sample.CPUPercent = c.sampleOne(ctx, "cpu", cpu, start, &failed)
-	sample.MemoryPercent = c.sampleOne(ctx, "memory", memory, start, &failed)
+	for _, sig := range []struct {
+		name string
+		s    Sampler
+		dst  **float64
+	}{{"cpu", cpu, &sample.CPUPercent}, {"memory", memory, &sample.MemoryPercent}} {
+		v, ok := c.sampleOne(ctx, sig.name, sig.s, start)
+		if !ok {
+			failed = append(failed, sig.name)
+		}
+		*sig.dst = v
+	}
 	if errs != nil {
 		a, f := errs.Totals(start)
 		sample.WindowAttempts, sample.WindowFailures = a, f
@@ -288,20 +297,21 @@ func (c *Controller) Check(ctx context.Context) {
 	}
 }
 
-func (c *Controller) sampleOne(ctx context.Context, name string, s Sampler, now time.Time, failed *[]string) *float64 {
+// sampleOne returns the signal's value, or nil when it is off, warming up
+// or failed; ok is false only for a failure, which it logs.
+func (c *Controller) sampleOne(ctx context.Context, name string, s Sampler, now time.Time) (v *float64, ok bool) {
 	if s == nil {
-		return nil
+		return nil, true
 	}
-	v, err := s.Sample(ctx, now)
-	if errors.Is(err, levels.ErrWarmingUp) {
-		return nil
-	}
-	if err != nil {
+	x, err := s.Sample(ctx, now)
+	switch {
+	case errors.Is(err, levels.ErrWarmingUp):
+		return nil, true
+	case err != nil:
 		c.log.Warn("sample failed", "signal", name, "err", err)
-		*failed = append(*failed, name)
-		return nil
+		return nil, false
 	}
-	return &v
+	return &x, true
 }
 
 // publishLocked stores a fresh state document and returns it.

@@ -143,18 +143,20 @@ func (c *Controller) build() *State {
 		o := *c.ovr
 		st.Override = &o
 	}
+	decides := c.overrideDecides()
+	if decides {
+		st.Source = SourceOverride
+	}
+	// earliest_recovery_at: none at Normal; the override's expiry while it
+	// holds the level; otherwise the end of the dwell.
 	switch {
 	case c.pub == 0:
-	case c.overrideDecides():
-		st.Source = SourceOverride
+	case decides:
 		at := c.ovr.ExpiresAt.UTC()
 		st.EarliestRecoveryAt = &at
 	default:
 		at := c.since.Add(c.opts.MinimumLevelDuration).UTC()
 		st.EarliestRecoveryAt = &at
-	}
-	if c.overrideDecides() {
-		st.Source = SourceOverride
 	}
 	return st
 }

@@ -282,23 +282,32 @@ func levelNames(o controller.Options) []string {
 	return names
 }
 
+// apply puts a valid config in force: the controller's options, the
+// tokens and the level names of the metrics, then a health check at once.
+func (d *daemon) apply(cfg *config.Config) error {
+	opts, err := controllerOptions(cfg, d.window)
+	if err != nil {
+		return err
+	}
+	tokens, err := tokensOf(cfg)
+	if err != nil {
+		return err
+	}
+	if err := d.ctrl.Reconfigure(opts); err != nil {
+		return err
+	}
+	d.tokens.Store(tokens)
+	d.metrics.SetLevelNames(levelNames(opts))
+	d.ctrl.Check(context.Background())
+	return nil
+}
+
 // reload re-reads the config and applies it; an invalid config changes
 // nothing. Keys that need a restart are logged when they change.
 func (d *daemon) reload(load func() (*config.Config, []string, error)) error {
 	cfg, warnings, err := load()
 	if err == nil {
-		var opts controller.Options
-		var tokens *api.Tokens
-		if opts, err = controllerOptions(cfg, d.window); err == nil {
-			if tokens, err = tokensOf(cfg); err == nil {
-				err = d.ctrl.Reconfigure(opts)
-			}
-		}
-		if err == nil {
-			d.tokens.Store(tokens)
-			d.metrics.SetLevelNames(levelNames(opts))
-			d.ctrl.Check(context.Background())
-		}
+		err = d.apply(cfg)
 	}
 	d.metrics.Reloaded(err == nil, time.Now())
 	if err != nil {

@@ -183,6 +183,15 @@ func TestStreamEndsWithServer(t *testing.T) {
 	ch, _ := subscribe(t, context.Background(), srv.URL+"/v1/level/stream")
 	next(t, ch, isLevel)
 	stop()
-	for range ch {
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-ch:
+			if !open {
+				return
+			}
+		case <-timeout:
+			t.Fatal("the stream was still open 10s after the server's context ended")
+		}
 	}
 }

@@ -181,6 +181,12 @@ func TestStateSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := r.c.State()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.c.Run(ctx) }() // a clean shutdown: no restart entry
+		synctest.Wait()
+		cancel()
+		<-done
 
 		time.Sleep(time.Second)
 		again, err := New(Options{Table: defaultTable(t), Store: store, MinimumLevelDuration: time.Minute})

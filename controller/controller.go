@@ -62,10 +62,19 @@ type Options struct {
 	ManualOnly bool
 	// MaxOverrideTTL bounds an override's ttl (default 24h).
 	MaxOverrideTTL time.Duration
-	// CPU and Memory sample resources; nil means the signal is off.
+	// BlindHold is how long a warming or failed signal may hold recovery
+	// while another signal can see (0: it never holds). See DESIGN.md
+	// "Unknown is not healthy".
+	BlindHold time.Duration
+	// CPU and Memory sample resources; nil means the signal is off. A
+	// sampler that is the same value across a Reconfigure keeps its blind
+	// clock; a new one starts warming.
 	CPU, Memory Sampler
 	// Errors is the error window; nil means the error rate is off.
 	Errors ErrorRate
+	// ErrorWindow is the span of Errors: the error rate is warming until
+	// Errors has been in use that long (0: never warming).
+	ErrorWindow time.Duration
 	// Store persists state; nil keeps it in memory only.
 	Store Store
 	// Observer receives metrics events; nil ignores them.
@@ -94,7 +103,9 @@ func (o Options) withDefaults() Options {
 // [New], start it with [Controller.Run]. All methods are safe for concurrent
 // use; [Controller.State] is a lock-free atomic load.
 type Controller struct {
+	evalMu sync.Mutex // one evaluation (Check, Reconfigure) at a time; taken before saveMu and mu
 	saveMu sync.Mutex // serialises Store.Save; taken before mu, never inside it
+	obsMu  sync.Mutex // orders Observer.Published calls: the last one sees the latest state
 
 	mu          sync.Mutex // guards everything below
 	opts        Options
@@ -111,9 +122,14 @@ type Controller struct {
 	pending     int          // consecutive ticks asking for more than auto
 	pendingMin  int
 	recommended int
+	last        levels.Sample                // the last health check's sample, re-read by a reload
+	seen        [levels.NumSignals]time.Time // per signal: last available, or (re)created
+	errSince    time.Time                    // when the error window came into use
+	blind       bool                         // no signal could see at the last check
 	signals     Signals
 	samples     []Signals // ring of recent health checks, oldest first
 	ready       bool
+	lastKey     docKey // what clients act on in the last published state
 
 	state    atomic.Pointer[State]
 	levelCh  notifier // fires when Sequence changes
@@ -128,7 +144,9 @@ type Controller struct {
 }
 
 // New returns a controller resumed from o.Store, if it holds a state. It
-// does no sampling and starts no goroutines.
+// does no sampling and starts no goroutines. With a store, it saves at
+// once to reserve the next block of sequence numbers (see [SequenceBlock]),
+// and fails if it cannot.
 func New(o Options) (*Controller, error) {
 	if o.Table == nil {
 		return nil, errors.New("controller: no level table")
@@ -136,7 +154,10 @@ func New(o Options) (*Controller, error) {
 	o = o.withDefaults()
 	c := &Controller{opts: o, reload: make(chan struct{}, 1), store: o.Store, observer: o.Observer, log: o.Logger}
 	now := time.Now()
-	c.since, c.autoSince = now, now
+	c.since, c.autoSince, c.errSince = now, now, now
+	for i := range c.seen {
+		c.seen[i] = now
+	}
 	c.reason = "started"
 	if c.store != nil {
 		p, err := c.store.Load()
@@ -144,41 +165,75 @@ func New(o Options) (*Controller, error) {
 			return nil, fmt.Errorf("load state: %w", err)
 		}
 		if p != nil {
-			c.restore(p)
+			c.restore(now, p, recoveredFrom(c.store))
 		}
 	}
-	c.state.Store(c.build())
+	c.publishLocked(now, SourceConfig, "config changed")
+	if c.store != nil {
+		if err := c.save(false); err != nil {
+			return nil, fmt.Errorf("reserve sequence numbers: %w", err)
+		}
+	}
 	return c, nil
 }
 
-// restore adopts a saved state, mapping levels by name onto the current
-// table and clamping what no longer exists to the most severe level.
-func (c *Controller) restore(p *Persisted) {
+// recoveredFrom reports whether the store's last Load fell back to an
+// older copy of the state (FileStore's state.json.prev).
+func recoveredFrom(s Store) bool {
+	r, ok := s.(interface{ Recovered() error })
+	return ok && r.Recovered() != nil
+}
+
+// restore adopts a saved state. Levels are mapped by name onto the current
+// table (a removed level maps by priority threshold, see levels.Table.Map),
+// times in the future are clamped to now, and an override never outlives
+// MaxOverrideTTL from now. A state that was not saved by a clean shutdown
+// (or came from the previous copy) may be older than what readers saw, so
+// it is republished at the reserved sequence ceiling + 1.
+func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
 	t := c.opts.Table
-	c.pub = lookup(t, p.Level, p.Index)
-	c.auto = lookup(t, p.Auto, p.AutoIndex)
-	c.since, c.autoSince = p.Since, p.AutoSince
+	c.since, c.autoSince = clampPast(p.Since, now), clampPast(p.AutoSince, now)
 	c.reason = p.Reason
 	c.seq = p.Sequence
 	c.history = append([]Transition(nil), p.History...)
 	if len(c.history) > HistoryLimit {
 		c.history = c.history[len(c.history)-HistoryLimit:]
 	}
+	c.auto, _ = t.Map(p.Auto, p.priority(p.Auto))
+	var removed []string
+	pub, found := t.Map(p.Level, p.priority(p.Level))
+	if !found {
+		removed = append(removed, p.Level)
+	}
+	c.pub = pub
 	if p.Override != nil {
 		o := *p.Override
-		c.ovr = &o
-		c.ovrIndex = lookup(t, o.Level, t.Len()-1)
-		c.ovrEnds = o.ExpiresAt
-		c.ovr.Level = t.Level(c.ovrIndex).Name
+		idx, _ := t.Map(o.Level, p.priority(o.Level))
+		o.Level = t.Level(idx).Name
+		o.SetAt = clampPast(o.SetAt, now)
+		if limit := now.Add(c.opts.MaxOverrideTTL); o.ExpiresAt.After(limit) {
+			o.ExpiresAt = limit.UTC()
+		}
+		c.ovr, c.ovrIndex, c.ovrEnds = &o, idx, o.ExpiresAt
+	}
+	if !p.CleanShutdown || recovered {
+		n := p.Sequence
+		c.seq = max(p.SequenceCeiling, p.Sequence)
+		c.record(now, t.Level(c.pub).Name, SourceRestart, fmt.Sprintf("restored after unclean shutdown; changes after sequence %d may be lost", n))
+	}
+	if len(removed) > 0 || c.published() != c.pub {
+		from := p.Level
+		c.pub, c.since = c.published(), now
+		c.record(now, from, SourceConfig, "config: level "+p.Level+" no longer configured")
 	}
 }
 
-// lookup returns the index of name, or fallback clamped to the table.
-func lookup(t *levels.Table, name string, fallback int) int {
-	if i, err := t.Index(name); err == nil {
-		return i
+// clampPast returns t, or now if t lies in the future (the clock went back).
+func clampPast(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
 	}
-	return t.Clamp(fallback)
+	return t
 }
 
 // State returns the latest published state document. It never blocks.
@@ -226,8 +281,9 @@ func (c *Controller) Table() *levels.Table {
 }
 
 // Run performs a health check at once, then one every
-// HealthCheckInterval, until ctx ends. It saves the state before
-// returning ctx.Err().
+// HealthCheckInterval, until ctx ends. It then saves the state one last
+// time, marked as a clean shutdown, and returns ctx.Err(), or an error
+// wrapping ErrNotSaved if that save failed.
 func (c *Controller) Run(ctx context.Context) error {
 	c.Check(ctx)
 	t := time.NewTicker(c.interval())
@@ -235,7 +291,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			_ = c.save() // save logs its own failure
+			if err := c.save(true); err != nil {
+				return fmt.Errorf("final save: %w", err)
+			}
 			return ctx.Err()
 		case <-c.reload:
 			t.Reset(c.interval())
@@ -252,44 +310,64 @@ func (c *Controller) interval() time.Duration {
 }
 
 // Check runs one health check now: sample, evaluate, publish. Run calls it
-// on every tick; tests and tools may call it directly.
+// on every tick; tests and tools may call it directly. Only one Check or
+// Reconfigure runs at a time.
 func (c *Controller) Check(ctx context.Context) {
+	c.evalMu.Lock()
+	defer c.evalMu.Unlock()
 	start := time.Now()
 	c.mu.Lock()
-	cpu, memory, errs := c.opts.CPU, c.opts.Memory, c.opts.Errors
-	minThroughput := c.opts.MinThroughput
+	o := c.opts
+	errSince := c.errSince
 	c.mu.Unlock()
 
 	var failed []string
+	var states [levels.NumSignals]levels.SignalState
 	sample := levels.Sample{SampledAt: start.UTC()}
 	for _, sig := range []struct {
-		name string
-		s    Sampler
-		dst  **float64
-	}{{"cpu", cpu, &sample.CPUPercent}, {"memory", memory, &sample.MemoryPercent}} {
-		v, ok := c.sampleOne(ctx, sig.name, sig.s, start)
-		if !ok {
-			failed = append(failed, sig.name)
+		signal levels.Signal
+		s      Sampler
+		dst    **float64
+	}{{levels.CPU, o.CPU, &sample.CPUPercent}, {levels.Memory, o.Memory, &sample.MemoryPercent}} {
+		v, st := c.sampleOne(ctx, sig.signal, sig.s, start)
+		if st == levels.Failed {
+			failed = append(failed, sig.signal.String())
 		}
-		*sig.dst = v
+		*sig.dst, states[sig.signal] = v, st
 	}
-	if errs != nil {
-		a, f := errs.Totals(start)
+	states[levels.ErrorRate] = levels.Off
+	if o.Errors != nil {
+		a, f := o.Errors.Totals(start)
 		sample.WindowAttempts, sample.WindowFailures = a, f
-		if a > 0 && a >= minThroughput {
+		warming := start.Sub(errSince) < o.ErrorWindow
+		enough := a > 0 && a >= o.MinThroughput
+		if enough {
 			rate := float64(f) / float64(a) * 100
 			sample.ErrorRatePercent = &rate
+		}
+		switch {
+		case warming:
+			states[levels.ErrorRate] = levels.Warming
+		case enough:
+			states[levels.ErrorRate] = levels.Available
+		default:
+			states[levels.ErrorRate] = levels.Absent
+		}
+	}
+	for _, sig := range levels.AllSignals {
+		if !o.Table.Uses(sig) {
+			states[sig] = levels.Off
 		}
 	}
 
 	c.mu.Lock()
 	before := c.seq
-	moves := c.evaluate(start, sample)
-	st := c.publishLocked()
+	moves := c.evaluate(start, sample, states)
+	st := c.publishLocked(start, SourceAuto, "automatic level now "+c.opts.Table.Level(c.auto).Name)
 	c.mu.Unlock()
 
-	if err := c.announce(moves, st, before != st.Sequence); err == nil && c.unsaved.Load() {
-		_ = c.save() // retry a save that failed earlier; save logs
+	if err := c.announce(moves, st.Sequence != before); err == nil && c.unsaved.Load() {
+		_ = c.save(false) // retry a save that failed earlier; save logs
 	}
 	c.sampleCh.broadcast()
 	if c.observer != nil {
@@ -297,26 +375,36 @@ func (c *Controller) Check(ctx context.Context) {
 	}
 }
 
-// sampleOne returns the signal's value, or nil when it is off, warming up
-// or failed; ok is false only for a failure, which it logs.
-func (c *Controller) sampleOne(ctx context.Context, name string, s Sampler, now time.Time) (v *float64, ok bool) {
+// sampleOne returns the signal's value, or nil, and its state: off for a
+// nil sampler, warming, failed (logged) or available.
+func (c *Controller) sampleOne(ctx context.Context, sig levels.Signal, s Sampler, now time.Time) (*float64, levels.SignalState) {
 	if s == nil {
-		return nil, true
+		return nil, levels.Off
 	}
 	x, err := s.Sample(ctx, now)
 	switch {
 	case errors.Is(err, levels.ErrWarmingUp):
-		return nil, true
+		return nil, levels.Warming
 	case err != nil:
-		c.log.Warn("sample failed", "signal", name, "err", err)
-		return nil, false
+		c.log.Warn("sample failed", "signal", sig.String(), "err", err)
+		return nil, levels.Failed
 	}
-	return &x, true
+	return &x, levels.Available
 }
 
-// publishLocked stores a fresh state document and returns it.
-func (c *Controller) publishLocked() *State {
+// publishLocked stores a fresh state document and returns it. A change of
+// what clients act on (see docKey) that no history entry accounts for yet,
+// such as a reload changing the current level's threshold, is recorded
+// here as one entry with the given source and reason, so the sequence and
+// the ETag always move with the document. c.mu must be held.
+func (c *Controller) publishLocked(now time.Time, source, reason string) *State {
 	st := c.build()
+	if prev := c.state.Load(); prev != nil && keyOf(st) != c.lastKey && st.Sequence == prev.Sequence {
+		name := c.opts.Table.Level(c.pub).Name
+		c.record(now, name, source, reason)
+		st = c.build()
+	}
+	c.lastKey = keyOf(st)
 	c.state.Store(st)
 	return st
 }
@@ -327,9 +415,13 @@ var ErrNotSaved = errors.New("change in force but not saved")
 
 // announce notifies observers and subscribers and saves the state after a
 // change, outside the lock. It returns the save's error.
-func (c *Controller) announce(moves []Transition, st *State, changed bool) error {
+func (c *Controller) announce(moves []Transition, changed bool) error {
 	if c.observer != nil {
-		c.observer.Published(st)
+		// Under obsMu the latest state, not st: whichever call comes last
+		// leaves the observer with the newest document.
+		c.obsMu.Lock()
+		c.observer.Published(c.state.Load())
+		c.obsMu.Unlock()
 	}
 	for _, m := range moves {
 		if m.From != m.To {
@@ -338,49 +430,69 @@ func (c *Controller) announce(moves []Transition, st *State, changed bool) error
 				c.observer.Transition(m.From, m.To, m.Source)
 			}
 		} else {
-			c.log.Info("override changed", "level", m.To, "reason", m.Reason, "sequence", m.Sequence)
+			c.log.Info("state changed", "level", m.To, "source", m.Source, "reason", m.Reason, "sequence", m.Sequence)
 		}
 	}
 	var err error
 	if changed {
-		err = c.save()
+		err = c.save(false)
 		c.levelCh.broadcast()
 	}
 	return err
 }
 
+// SequenceBlock is how many sequence numbers each save reserves: the state
+// file records sequence + SequenceBlock as a ceiling, and a start after an
+// unclean shutdown resumes above it, so a sequence a reader has seen never
+// names a different state after a restart.
+const SequenceBlock = 1000
+
+// maxSequence is the largest sequence a state file may hold: JSON readers
+// that use float64 (JavaScript) lose integers above it.
+const maxSequence = 1<<53 - 1
+
 // save writes the latest state to the store. Saves are serialised and each
 // writes the state as it is when the save starts, so the file never goes
-// back in time.
+// back in time. clean marks the final save of a clean shutdown.
 //
 // A failed save is logged and retried on every health check until one
 // succeeds; the state in memory stays in force meanwhile.
-func (c *Controller) save() error {
+func (c *Controller) save(clean bool) error {
 	if c.store == nil {
 		return nil
 	}
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	c.mu.Lock()
-	p := c.persisted()
+	p := c.persisted(clean)
 	c.mu.Unlock()
 	err := c.store.Save(p)
 	c.unsaved.Store(err != nil)
 	if err != nil {
-		c.log.Error("cannot save state; will retry on the next health check", "err", err)
+		if clean {
+			c.log.Error("cannot save state at shutdown", "err", err)
+		} else {
+			c.log.Error("cannot save state; will retry on the next health check", "err", err)
+		}
 		return fmt.Errorf("%w: %w", ErrNotSaved, err)
 	}
 	return nil
 }
 
-func (c *Controller) persisted() *Persisted {
+func (c *Controller) persisted(clean bool) *Persisted {
 	t := c.opts.Table
 	p := &Persisted{
 		Version: persistedVersion,
 		Level:   t.Level(c.pub).Name, Index: c.pub, Since: c.since, Reason: c.reason,
 		Auto: t.Level(c.auto).Name, AutoIndex: c.auto, AutoSince: c.autoSince,
-		Sequence: c.seq,
-		History:  append([]Transition(nil), c.history...),
+		Sequence:        c.seq,
+		SequenceCeiling: c.seq + SequenceBlock,
+		CleanShutdown:   clean,
+		Levels:          make(map[string]int, t.Len()),
+		History:         append([]Transition(nil), c.history...),
+	}
+	for _, l := range t.Levels() {
+		p.Levels[l.Name] = l.PriorityThreshold
 	}
 	if c.ovr != nil {
 		o := *c.ovr

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -40,8 +41,8 @@ func defaultTable(t testing.TB) *levels.Table {
 	return tab
 }
 
-// fakeSampler returns whatever the test set; a negative value is a
-// sampling failure.
+// fakeSampler returns whatever the test set; -1 is warming up, and a
+// value below -1 a sampling failure.
 type fakeSampler struct {
 	mu sync.Mutex
 	v  float64
@@ -52,8 +53,11 @@ func (f *fakeSampler) set(v float64) { f.mu.Lock(); f.v = v; f.mu.Unlock() }
 func (f *fakeSampler) Sample(context.Context, time.Time) (float64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.v < 0 {
+	switch {
+	case f.v == -1:
 		return 0, levels.ErrWarmingUp
+	case f.v < -1:
+		return 0, errors.New("read /sys/fs/cgroup/cpu.stat: too many open files")
 	}
 	return f.v, nil
 }

@@ -55,8 +55,10 @@ func TestFailedSampleIsUnavailableNotZero(t *testing.T) {
 	if d := cmp.Diff([][]string{{"cpu"}, {"cpu"}}, obs.failed); d != "" {
 		t.Errorf("failed samples reported (-want +got):\n%s", d)
 	}
-	// Unavailable signals trigger nothing, so recovery proceeds as usual:
-	// one step (here the dwell is 0), never a drop straight to Normal.
+	// Signals without a value trigger nothing. With blind_hold 0 (these
+	// options) a blind signal never holds recovery, so it steps down one
+	// level (the dwell is 0), never straight to Normal; TestUnknownIsNotHealthy
+	// has the holding cases.
 	if d := cmp.Diff([]string{"Normal>Major:auto", "Major>Moderate:auto"}, obs.moves); d != "" {
 		t.Errorf("transitions (-want +got):\n%s", d)
 	}

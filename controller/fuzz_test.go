@@ -15,6 +15,9 @@ func FuzzStateFile(f *testing.F) {
 	f.Add([]byte(`{"version":1,"level":"Gone","index":99,"auto_index":-5,"history":[{"sequence":1}]}`))
 	f.Add([]byte(`{"version":1,"override":{"level":"Nope","mode":"floor"}}`))
 	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{"version":1,"level":"Minor","since":"9999-01-01T00:00:00Z","auto_since":"9999-01-01T00:00:00Z","sequence":9007199254740991,"sequence_ceiling":9007199254740991,"clean_shutdown":false}`))
+	f.Add([]byte(`{"version":1,"level":"Removed","levels":{"Removed":40},"sequence":18446744073709551615}`))
+	f.Add([]byte(`{"version":1,"level":"Minor","override":{"level":"Gone","mode":"pin","reason":"x","set_at":"9999-01-01T00:00:00Z","expires_at":"9999-01-01T00:00:00Z"},"clean_shutdown":true}`))
 	f.Add([]byte(`{`))
 	tab := defaultTable(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -27,6 +30,13 @@ func FuzzStateFile(f *testing.F) {
 			return
 		}
 		st := c.State()
+		now := time.Now()
+		if st.Since.After(now) || st.Sequence > 1<<54 {
+			t.Fatalf("since %v in the future or sequence %d wrapped: %+v", st.Since, st.Sequence, st)
+		}
+		if st.Override != nil && st.Override.ExpiresAt.After(now.Add(24*time.Hour)) {
+			t.Fatalf("restored override outlives max_override_ttl: %+v", st.Override)
+		}
 		if st.Index < 0 || st.Index >= tab.Len() || tab.Level(st.Index).Name != st.Level {
 			t.Fatalf("state outside the table: %+v", st)
 		}

@@ -47,14 +47,15 @@ func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	if c.ovr == nil {
 		c.auto, c.autoSince = c.pub, c.since
 	}
-	c.ovr = &Override{Level: r.Level, Mode: r.Mode, Reason: r.Reason, SetAt: now.UTC(), ExpiresAt: now.Add(r.TTL).UTC()}
+	name := c.opts.Table.Level(idx).Name // the table's spelling: names match case-insensitively
+	c.ovr = &Override{Level: name, Mode: r.Mode, Reason: r.Reason, SetAt: now.UTC(), ExpiresAt: now.Add(r.TTL).UTC()}
 	c.ovrIndex = idx
 	c.ovrEnds = now.Add(r.TTL) // keeps the monotonic reading: wall-clock jumps don't move it
-	reason := fmt.Sprintf("override set: %s %s for %s: %s", r.Mode, r.Level, r.TTL, r.Reason)
+	reason := fmt.Sprintf("override set: %s %s for %s: %s", r.Mode, name, r.TTL, r.Reason)
 	m, _ := c.commit(now, SourceOverride, reason, true)
-	st := c.publishLocked()
+	st := c.publishLocked(now, SourceOverride, reason)
 	c.mu.Unlock()
-	return st, c.announce([]Transition{m}, st, true)
+	return st, c.announce([]Transition{m}, true)
 }
 
 // ClearOverride ends the active override at once and returns the resulting
@@ -68,10 +69,11 @@ func (c *Controller) ClearOverride() (*State, error) {
 		c.mu.Unlock()
 		return st, nil
 	}
-	m := c.endOverride(time.Now(), "override cleared: "+c.ovr.Reason)
-	st := c.publishLocked()
+	now := time.Now()
+	m := c.endOverride(now, "override cleared: "+c.ovr.Reason)
+	st := c.publishLocked(now, SourceOverride, m.Reason)
 	c.mu.Unlock()
-	return st, c.announce([]Transition{m}, st, true)
+	return st, c.announce([]Transition{m}, true)
 }
 
 // endOverride removes the override without moving the published level:

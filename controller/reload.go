@@ -2,48 +2,77 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // Reconfigure replaces the controller's options, for a config reload. The
-// Store, Observer and Logger given to New are kept. Levels in force are
-// mapped by name onto the new table; a level that no longer exists is
-// clamped to the most severe remaining one, which is recorded as a
-// transition if it moves the published level.
+// Store, Observer and Logger given to New are kept.
+//
+// A reload is not a tick: it maps the levels in force by name onto the new
+// table, recomputes the recommendation from the last sample and
+// republishes, but makes no automatic transition and counts nothing
+// towards escalate_after or a dwell. A level that no longer exists maps to
+// the least severe level whose priority threshold is at least the removed
+// one's (else the most severe), recorded as a transition with source
+// config. A table without the level the active override names is refused,
+// and nothing changes. Samplers and the error window that are the same
+// values as before keep their blind clocks; new ones start warming. Only
+// one Check or Reconfigure runs at a time.
 func (c *Controller) Reconfigure(o Options) error {
 	if o.Table == nil {
 		return errors.New("controller: no level table")
 	}
 	o = o.withDefaults()
+	c.evalMu.Lock()
+	defer c.evalMu.Unlock()
 	c.mu.Lock()
-	old := c.opts.Table
-	c.opts = o
-	t := o.Table
-	c.auto = lookup(t, old.Level(c.auto).Name, c.auto)
-	c.recommended = t.Clamp(c.recommended)
+	t, old := o.Table, c.opts
 	if c.ovr != nil {
-		c.ovrIndex = lookup(t, c.ovr.Level, c.ovrIndex)
+		if _, err := t.Index(c.ovr.Level); err != nil {
+			c.mu.Unlock()
+			return fmt.Errorf("the new levels drop %s, which the active override (%s %s: %s) names; clear the override first",
+				c.ovr.Level, c.ovr.Mode, c.ovr.Level, c.ovr.Reason)
+		}
+	}
+	now := time.Now()
+	c.opts = o
+	for sig, pair := range map[levels.Signal][2]Sampler{levels.CPU: {old.CPU, o.CPU}, levels.Memory: {old.Memory, o.Memory}} {
+		if pair[0] != pair[1] {
+			c.seen[sig] = now
+		}
+	}
+	if old.Errors != o.Errors || old.ErrorWindow != o.ErrorWindow {
+		c.errSince = now
+	}
+	c.auto, _ = t.Map(old.Table.Level(c.auto).Name, old.Table.Level(c.auto).PriorityThreshold)
+	if c.ovr != nil {
+		c.ovrIndex, _ = t.Index(c.ovr.Level)
 		c.ovr.Level = t.Level(c.ovrIndex).Name
 	}
+	c.recommended, _, _ = t.Recommend(c.last, 1)
 	// The published index refers to the old table: map it by name.
-	name := old.Level(c.pub).Name
-	c.pub = lookup(t, name, c.pub)
+	before := c.seq
+	prev := old.Table.Level(c.pub)
+	var found bool
+	c.pub, found = t.Map(prev.Name, prev.PriorityThreshold)
 	var moves []Transition
-	if next := c.published(); next != c.pub || t.Level(next).Name != name {
-		now := time.Now()
+	if next := c.published(); next != c.pub || !found {
 		c.pub, c.since = next, now
 		reason := "config reload"
-		if _, err := t.Index(name); err != nil {
-			reason = "config reload: level " + name + " no longer configured"
+		if !found {
+			reason = "config reload: level " + prev.Name + " no longer configured"
 		}
-		moves = append(moves, c.record(now, name, SourceAuto, reason))
+		moves = append(moves, c.record(now, prev.Name, SourceConfig, reason))
 	}
-	st := c.publishLocked()
+	st := c.publishLocked(now, SourceConfig, "config reload")
 	c.mu.Unlock()
 	select {
 	case c.reload <- struct{}{}:
 	default:
 	}
-	_ = c.announce(moves, st, len(moves) > 0) // a failed save is logged and retried on the next tick
+	_ = c.announce(moves, st.Sequence != before) // a failed save is logged and retried on the next tick
 	return nil
 }

@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/degraded/degraded/levels"
@@ -14,21 +17,36 @@ import (
 //   - Escalation: when the sample asks for more than the automatic level on
 //     EscalateAfter consecutive ticks and that level has been held for
 //     EscalationDelay, jump to the lowest level asked for over those ticks.
+//     Every signal with a value counts, warming ones included.
 //   - Recovery: otherwise, when the sample with every threshold scaled by
-//     (1 - Hysteresis) asks for less than the automatic level and that level
-//     has been held for MinimumLevelDuration, step down exactly one level.
+//     (1 - Hysteresis) asks for less than the automatic level, that level
+//     has been held for MinimumLevelDuration (from dwellStart), and no blind
+//     signal holds it (see holders), step down exactly one level.
 //
 // With ManualOnly the recommendation is computed and published but the
 // automatic level never moves. c.mu must be held.
-func (c *Controller) evaluate(now time.Time, s levels.Sample) []Transition {
+func (c *Controller) evaluate(now time.Time, s levels.Sample, states [levels.NumSignals]levels.SignalState) []Transition {
 	var moves []Transition
 	if c.ovr != nil && !now.Before(c.ovrEnds) {
 		moves = append(moves, c.endOverride(now, "override expired: "+c.ovr.Reason))
 	}
 	c.ready = true
+	c.last = s
+	seeing := false
+	for _, sig := range levels.AllSignals {
+		if states[sig] == levels.Available {
+			c.seen[sig] = now
+		}
+		seeing = seeing || s.Value(sig) != nil
+	}
+	c.blind = !seeing && slices.ContainsFunc(states[:], levels.SignalState.Blind)
 	c.signals = Signals{
 		CPUPercent: s.CPUPercent, MemoryPercent: s.MemoryPercent, ErrorRatePercent: s.ErrorRatePercent,
 		WindowAttempts: s.WindowAttempts, WindowFailures: s.WindowFailures,
+		Status: make(map[string]string, levels.NumSignals),
+	}
+	for _, sig := range levels.AllSignals {
+		c.signals.Status[sig.String()] = states[sig].String()
 	}
 	at := s.SampledAt
 	c.signals.SampledAt = &at
@@ -61,14 +79,57 @@ func (c *Controller) evaluate(now time.Time, s levels.Sample) []Transition {
 	}
 	c.pending = 0
 	down, _, _ := t.Recommend(s, 1-c.opts.Hysteresis)
-	if down < c.auto && now.Sub(c.autoSince) >= c.opts.MinimumLevelDuration {
-		from := t.Level(c.auto).Name
-		c.setAuto(now, c.auto-1)
-		if m, ok := c.commit(now, SourceAuto, levels.RecoveryReason(from, c.opts.Hysteresis), false); ok {
-			moves = append(moves, m)
-		}
+	if down >= c.auto || now.Sub(c.dwellStart()) < c.opts.MinimumLevelDuration {
+		return moves
+	}
+	held, ignored := c.holders(now, states)
+	if held {
+		return moves
+	}
+	from := t.Level(c.auto).Name
+	c.setAuto(now, c.auto-1)
+	if m, ok := c.commit(now, SourceAuto, levels.RecoveryReason(from, c.opts.Hysteresis, ignored...), false); ok {
+		moves = append(moves, m)
 	}
 	return moves
+}
+
+// holders decides whether blind signals hold the automatic level L: each
+// warming or failed signal with a threshold at L or above holds it, until
+// it has been blind for BlindHold; after that it is ignored (and returned,
+// for the reason) but only while another signal with such a threshold is
+// available. A controller that sees nothing never steps down by itself.
+// BlindHold 0 means blind signals never hold. c.mu must be held.
+func (c *Controller) holders(now time.Time, states [levels.NumSignals]levels.SignalState) (held bool, ignored []levels.BlindSignal) {
+	t, l := c.opts.Table, c.auto
+	for _, sig := range levels.AllSignals {
+		if !states[sig].Blind() || !t.ThresholdFrom(sig, l) {
+			continue
+		}
+		blindFor := now.Sub(c.seen[sig])
+		if c.opts.BlindHold > 0 && blindFor < c.opts.BlindHold {
+			return true, nil
+		}
+		other := slices.ContainsFunc(levels.AllSignals, func(o levels.Signal) bool {
+			return o != sig && states[o] == levels.Available && t.ThresholdFrom(o, l)
+		})
+		if c.opts.BlindHold > 0 && !other {
+			return true, nil
+		}
+		ignored = append(ignored, levels.BlindSignal{Signal: sig, State: states[sig], For: blindFor})
+	}
+	return false, ignored
+}
+
+// dwellStart is when the automatic level's dwell began. While the
+// automatic level is the published one, it is never before the published
+// level's since: no step down comes before the earliest_recovery_at that
+// the state published, whatever overrides came and went.
+func (c *Controller) dwellStart() time.Time {
+	if c.pub == c.auto && c.since.After(c.autoSince) {
+		return c.since
+	}
+	return c.autoSince
 }
 
 func (c *Controller) setAuto(now time.Time, level int) {
@@ -148,15 +209,41 @@ func (c *Controller) build() *State {
 		st.Source = SourceOverride
 	}
 	// earliest_recovery_at: none at Normal; the override's expiry while it
-	// holds the level; otherwise the end of the dwell.
+	// holds the level (or the end of the dwell, if later, when the
+	// automatic level is the same); none when only an override could lower
+	// the level; otherwise the end of the dwell.
 	switch {
 	case c.pub == 0:
 	case decides:
 		at := c.ovr.ExpiresAt.UTC()
+		if dwell := c.dwellStart().Add(c.opts.MinimumLevelDuration).UTC(); c.ovrIndex == c.auto && !c.opts.ManualOnly && dwell.After(at) {
+			at = dwell
+		}
 		st.EarliestRecoveryAt = &at
+	case c.opts.ManualOnly:
 	default:
-		at := c.since.Add(c.opts.MinimumLevelDuration).UTC()
+		at := c.dwellStart().Add(c.opts.MinimumLevelDuration).UTC()
 		st.EarliestRecoveryAt = &at
 	}
+	st.Blind = c.blind
 	return st
+}
+
+// docKey is what clients act on in a state document: a change of any of
+// these is a new sequence (signals and recommended travel in sample events).
+type docKey struct {
+	level, source, features, override string
+	threshold                         int
+	recovery                          time.Time
+}
+
+func keyOf(st *State) docKey {
+	k := docKey{level: st.Level, source: st.Source, threshold: st.PriorityThreshold, features: strings.Join(st.DisabledFeatures, "\x00")}
+	if st.EarliestRecoveryAt != nil {
+		k.recovery = *st.EarliestRecoveryAt
+	}
+	if o := st.Override; o != nil {
+		k.override = fmt.Sprint(*o)
+	}
+	return k
 }

@@ -4,8 +4,16 @@ import "time"
 
 // Source values of [State.Source] and [Transition.Source].
 const (
-	SourceAuto     = "auto"
+	// SourceAuto: the signals decided.
+	SourceAuto = "auto"
+	// SourceOverride: a local operator override decided.
 	SourceOverride = "override"
+	// SourceConfig: a reload, or a start with a changed table, changed the
+	// state (history entries only).
+	SourceConfig = "config"
+	// SourceRestart: the state was republished after an unclean shutdown
+	// (history entries only).
+	SourceRestart = "restart"
 )
 
 // Mode says how an override combines with the automatic level.
@@ -34,6 +42,10 @@ type State struct {
 	Sequence           uint64     `json:"sequence"`
 	Override           *Override  `json:"override"`
 	Signals            Signals    `json:"signals"`
+	// Blind is true when no signal had a value at the last health check
+	// while some were warming or failed: the controller cannot see, so it
+	// will not step down by itself (metric degraded_blind).
+	Blind bool `json:"-"`
 }
 
 // Override is an operator's pin or floor. It ends at ExpiresAt, applied on
@@ -46,9 +58,9 @@ type Override struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Signals is what the last health check measured. A nil value is an
-// unavailable signal: off, failed to sample, or (error rate) fewer than
-// min_throughput attempts in the window. SampledAt is nil before the first
+// Signals is what the last health check measured. A nil value is a
+// signal without a value: off, warming, failed, or (error rate) fewer than
+// min_throughput attempts in the window; Status says which. SampledAt is nil before the first
 // health check.
 type Signals struct {
 	CPUPercent       *float64   `json:"cpu_percent"`
@@ -57,6 +69,10 @@ type Signals struct {
 	WindowAttempts   int64      `json:"window_attempts"`
 	WindowFailures   int64      `json:"window_failures"`
 	SampledAt        *time.Time `json:"sampled_at"`
+	// Status is each signal's state by name (cpu, memory, error_rate):
+	// available, warming, failed, absent or off. Nil before the first
+	// health check.
+	Status map[string]string `json:"status"`
 }
 
 // Transition is one entry of the history, the audit log: a change of the

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -25,17 +27,34 @@ const persistedVersion = 1
 // must not lose. Levels are stored by name so that a changed table maps
 // them by meaning, not by position.
 type Persisted struct {
-	Version   int          `json:"version"`
-	Level     string       `json:"level"`
-	Index     int          `json:"index"`
-	Since     time.Time    `json:"since"`
-	Reason    string       `json:"reason"`
-	Auto      string       `json:"auto_level"`
-	AutoIndex int          `json:"auto_index"`
-	AutoSince time.Time    `json:"auto_since"`
-	Sequence  uint64       `json:"sequence"`
-	Override  *Override    `json:"override"`
-	History   []Transition `json:"history"`
+	Version   int       `json:"version"`
+	Level     string    `json:"level"`
+	Index     int       `json:"index"`
+	Since     time.Time `json:"since"`
+	Reason    string    `json:"reason"`
+	Auto      string    `json:"auto_level"`
+	AutoIndex int       `json:"auto_index"`
+	AutoSince time.Time `json:"auto_since"`
+	Sequence  uint64    `json:"sequence"`
+	// SequenceCeiling is the highest sequence this save reserved: after an
+	// unclean shutdown the controller resumes above it.
+	SequenceCeiling uint64 `json:"sequence_ceiling"`
+	// CleanShutdown is set only by the final save of a clean shutdown.
+	CleanShutdown bool `json:"clean_shutdown"`
+	// Levels maps each level name of the saving table to its priority
+	// threshold, so a level removed since can be mapped by meaning.
+	Levels   map[string]int `json:"levels,omitempty"`
+	Override *Override      `json:"override"`
+	History  []Transition   `json:"history"`
+}
+
+// priority returns the saved priority threshold of the named level, or
+// math.MaxInt when the file does not know it.
+func (p *Persisted) priority(name string) int {
+	if v, ok := p.Levels[name]; ok {
+		return v
+	}
+	return math.MaxInt
 }
 
 // FileStore saves state as JSON in Dir/state.json with an atomic replace:
@@ -134,6 +153,9 @@ func readState(path string) (*Persisted, error) {
 	if p.Version != persistedVersion {
 		return nil, damaged{path, fmt.Sprintf("version %d, want %d", p.Version, persistedVersion)}
 	}
+	if p.Sequence > maxSequence || p.SequenceCeiling > maxSequence {
+		return nil, damaged{path, fmt.Sprintf("sequence %d or ceiling %d above 2^53-1", p.Sequence, p.SequenceCeiling)}
+	}
 	if p.Override != nil && (p.Override.Mode != ModePin && p.Override.Mode != ModeFloor) {
 		return nil, damaged{path, fmt.Sprintf("override mode %q", p.Override.Mode)}
 	}
@@ -200,6 +222,46 @@ func syncDir(dir string) error {
 	defer d.Close()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("sync data dir: %w", err)
+	}
+	return nil
+}
+
+// Lock takes an exclusive lock on Dir/lock, creating Dir if needed, so two
+// daemons never share one state file. It fails at once, naming the
+// directory, when another process holds the lock. The lock lasts until
+// the returned release is called or the process exits.
+func (s *FileStore) Lock() (release func(), err error) {
+	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", s.Dir, err)
+	}
+	path := filepath.Join(s.Dir, "lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", s.Dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("data_dir %s is in use by another degraded (%s is locked)", s.Dir, path)
+		}
+		return nil, fmt.Errorf("lock data_dir %s: %w", s.Dir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// RemoveTemp deletes the temp files a crash left in Dir: half-written
+// state files and links. Call it only while holding [FileStore.Lock].
+func (s *FileStore) RemoveTemp() error {
+	for _, pattern := range []string{".state-*.json", ".probe-*", "state.json.prev.tmp"} {
+		matches, err := filepath.Glob(filepath.Join(s.Dir, pattern))
+		if err != nil {
+			return err
+		}
+		for _, m := range matches {
+			if err := os.Remove(m); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove leftover temp file: %w", err)
+			}
+		}
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func saved(t *testing.T, s *FileStore, seq uint64) {
@@ -83,6 +85,7 @@ func TestSaveFailureKeepsServingAndRetries(t *testing.T) {
 	blocker := filepath.Join(dir, "data")
 	store := &FileStore{Dir: blocker}
 	r := newRig(t, Options{Store: store})
+	os.RemoveAll(blocker)
 	os.WriteFile(blocker, []byte("a file where the data dir should be"), 0o600)
 
 	st, err := r.c.SetOverride(OverrideRequest{Level: "Major", Mode: ModePin, TTL: time.Hour, Reason: "INC-5"})
@@ -135,4 +138,44 @@ func TestEveryChangeIsSavedInOrder(t *testing.T) {
 			t.Fatalf("last save holds sequence %d, want 20", last)
 		}
 	})
+}
+
+func TestLockIsExclusive(t *testing.T) {
+	dir := t.TempDir()
+	a := &FileStore{Dir: dir}
+	release, err := a.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&FileStore{Dir: dir}).Lock(); err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second lock: %v, want an error naming %s in use", err, dir)
+	}
+	release()
+	again, err := (&FileStore{Dir: dir}).Lock()
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	again()
+}
+
+func TestRemoveTempKeepsState(t *testing.T) {
+	dir := t.TempDir()
+	s := &FileStore{Dir: dir}
+	if err := s.Save(&Persisted{Version: persistedVersion, Level: "Normal"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{".state-123.json", ".state-9.json", ".probe-1", "state.json.prev.tmp"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("{"), 0o600)
+	}
+	if err := s.RemoveTemp(); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if d := cmp.Diff([]string{"state.json"}, names); d != "" {
+		t.Errorf("files left (-want +got):\n%s", d)
+	}
 }

@@ -2,7 +2,9 @@ package levels
 
 import (
 	"errors"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -76,8 +78,11 @@ func TestTableLookup(t *testing.T) {
 	if i, err := tab.Index("Major"); err != nil || i != 3 {
 		t.Errorf("Index(Major) = %d, %v", i, err)
 	}
-	if _, err := tab.Index("major"); !errors.Is(err, ErrUnknownLevel) {
-		t.Errorf("Index(major) err = %v, want ErrUnknownLevel", err)
+	if i, err := tab.Index("major"); err != nil || i != 3 {
+		t.Errorf("Index(major) = %d, %v; names match case-insensitively", i, err)
+	}
+	if _, err := tab.Index("Majr"); !errors.Is(err, ErrUnknownLevel) {
+		t.Errorf("Index(Majr) err = %v, want ErrUnknownLevel", err)
 	}
 	if tab.Len() != 4 || tab.Clamp(9) != 3 || tab.Clamp(-1) != 0 || tab.Level(9).Name != "Major" {
 		t.Error("Clamp must keep indexes inside the table")
@@ -86,10 +91,12 @@ func TestTableLookup(t *testing.T) {
 
 func TestNewTableRejects(t *testing.T) {
 	for name, ls := range map[string][]Level{
-		"empty":     nil,
-		"Normal":    {{Name: "Normal"}},
-		"duplicate": {{Name: "A"}, {Name: "A"}},
-		"too many":  make([]Level, MaxLevels+1),
+		"empty":                     nil,
+		"Normal":                    {{Name: "Normal"}},
+		"duplicate":                 {{Name: "A"}, {Name: "A"}},
+		"same name in another case": {{Name: "Major"}, {Name: "MAJOR"}},
+		"normal":                    {{Name: "normal"}},
+		"too many":                  make([]Level, MaxLevels+1),
 	} {
 		if _, err := NewTable(ls); err == nil {
 			t.Errorf("%s: NewTable accepted it", name)
@@ -100,5 +107,56 @@ func TestNewTableRejects(t *testing.T) {
 func TestRecoveryReason(t *testing.T) {
 	if got, want := RecoveryReason("Moderate", 0.1), "recovered: all signals below Moderate thresholds less 10% hysteresis"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestMapRemovedLevel(t *testing.T) {
+	tab := table(t) // Normal, Minor 10, Moderate 30, Major 50
+	tests := []struct {
+		name      string
+		priority  int
+		want      int
+		wantFound bool
+	}{
+		{"moderate", 30, 2, true},
+		{"Gone", 20, 2, false},          // least severe admitting no more than it did
+		{"Gone", 10, 1, false},          // equal threshold
+		{"Gone", 60, 3, false},          // none that strict: the most severe
+		{"Gone", math.MaxInt, 3, false}, // unknown threshold: the most severe
+	}
+	for _, tt := range tests {
+		if got, found := tab.Map(tt.name, tt.priority); got != tt.want || found != tt.wantFound {
+			t.Errorf("Map(%q, %d) = %d, %v; want %d, %v", tt.name, tt.priority, got, found, tt.want, tt.wantFound)
+		}
+	}
+}
+
+func TestThresholdFrom(t *testing.T) {
+	ls := []Level{{Name: "A", CPUPercent: p(50)}, {Name: "B", ErrorRatePercent: p(5)}}
+	tab, err := NewTable(ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		sig   Signal
+		index int
+		want  bool
+	}{{CPU, 1, true}, {CPU, 2, false}, {ErrorRate, 2, true}, {Memory, 0, false}} {
+		if got := tab.ThresholdFrom(tt.sig, tt.index); got != tt.want {
+			t.Errorf("ThresholdFrom(%s, %d) = %v, want %v", tt.sig, tt.index, got, tt.want)
+		}
+	}
+}
+
+func TestReasons(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", 303 * time.Second: "5m3s", 6 * time.Minute: "6m", time.Hour + 5*time.Second: "1h5s", 1499 * time.Millisecond: "1s"} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+	got := RecoveryReason("Major", 0.1, BlindSignal{CPU, Failed, 303 * time.Second}, BlindSignal{Memory, Warming, 6 * time.Minute})
+	want := "recovered: all available signals below Major thresholds less 10% hysteresis; cpu failed for 5m3s, memory warming for 6m"
+	if got != want {
+		t.Errorf("RecoveryReason = %q, want %q", got, want)
 	}
 }

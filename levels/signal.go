@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,12 @@ const (
 	CPU
 	Memory
 )
+
+// NumSignals is the number of signals; they are numbered 0..NumSignals-1.
+const NumSignals = int(Memory) + 1
+
+// AllSignals lists the signals in order.
+var AllSignals = []Signal{ErrorRate, CPU, Memory}
 
 var signalNames = [...]string{ErrorRate: "error_rate", CPU: "cpu", Memory: "memory"}
 
@@ -101,9 +108,19 @@ func (t *Table) Recommend(s Sample, scale float64) (index int, why Trigger, ok b
 
 // RecoveryReason is the reason recorded when the level steps down from
 // the named level, e.g. "recovered: all signals below Moderate thresholds
-// less 10% hysteresis".
-func RecoveryReason(from string, hysteresis float64) string {
-	return fmt.Sprintf("recovered: all signals below %s thresholds less %s%% hysteresis", from, formatPercent(hysteresis*100))
+// less 10% hysteresis". Blind signals that were ignored because another
+// signal could see are named after it: "recovered: all available signals
+// below Major thresholds less 10% hysteresis; cpu failed for 5m3s".
+func RecoveryReason(from string, hysteresis float64, ignored ...BlindSignal) string {
+	if len(ignored) == 0 {
+		return fmt.Sprintf("recovered: all signals below %s thresholds less %s%% hysteresis", from, formatPercent(hysteresis*100))
+	}
+	names := make([]string, len(ignored))
+	for i, b := range ignored {
+		names[i] = b.String()
+	}
+	return fmt.Sprintf("recovered: all available signals below %s thresholds less %s%% hysteresis; %s",
+		from, formatPercent(hysteresis*100), strings.Join(names, ", "))
 }
 
 // ErrWarmingUp is returned by a sampler that needs a second sample before it

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // NormalName is the name of level 0, which every table starts with.
@@ -72,14 +73,15 @@ func NewTable(configured []Level) (*Table, error) {
 	}
 	t.levels = append(t.levels, Level{Name: NormalName})
 	t.disabled = append(t.disabled, []string{})
-	seen := map[string]bool{NormalName: true}
+	seen := map[string]bool{strings.ToLower(NormalName): true}
 	var union []string
 	have := map[string]bool{}
 	for i, l := range configured {
-		if l.Name == "" || seen[l.Name] {
-			return nil, fmt.Errorf("levels[%d]: name %q is empty, reserved or repeated", i, l.Name)
+		key := strings.ToLower(l.Name)
+		if l.Name == "" || seen[key] {
+			return nil, fmt.Errorf("levels[%d]: name %q is empty, reserved or repeated (names are compared case-insensitively)", i, l.Name)
 		}
-		seen[l.Name] = true
+		seen[key] = true
 		for _, f := range l.Disable {
 			if !have[f] {
 				have[f] = true
@@ -113,10 +115,11 @@ func (t *Table) Levels() []Level {
 	return append([]Level(nil), t.levels...)
 }
 
-// Index returns the index of the named level, or ErrUnknownLevel.
+// Index returns the index of the named level, or ErrUnknownLevel. Names
+// are matched case-insensitively: they are unique that way.
 func (t *Table) Index(name string) (int, error) {
 	for i, l := range t.levels {
-		if l.Name == name {
+		if strings.EqualFold(l.Name, name) {
 			return i, nil
 		}
 	}

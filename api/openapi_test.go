@@ -263,11 +263,17 @@ func (c *contract) checkCoverage(t *testing.T) {
 	}
 }
 
-// failingStore loads nothing and never saves.
-type failingStore struct{}
+// failingStore loads nothing and saves only once, at start: the disk
+// fills up after the controller reserved its sequence numbers.
+type failingStore struct{ saved *atomic.Bool }
 
 func (failingStore) Load() (*controller.Persisted, error) { return nil, nil }
-func (failingStore) Save(*controller.Persisted) error     { return errors.New("disk full") }
+func (f failingStore) Save(*controller.Persisted) error {
+	if f.saved.Swap(true) {
+		return errors.New("disk full")
+	}
+	return nil
+}
 
 // TestOpenAPI drives every endpoint of the real server over HTTP, happy
 // paths and each kind of error, and validates every exchange against
@@ -430,7 +436,7 @@ func TestOpenAPI(t *testing.T) {
 	run(exchange{name: "stream over the subscriber limit", method: "GET", target: "/v1/level/stream", want: 503})
 
 	// A state file that cannot be written: the change is in force but 500.
-	ctrl, err := controller.New(controller.Options{Table: testTable(t), Store: failingStore{}})
+	ctrl, err := controller.New(controller.Options{Table: testTable(t), Store: failingStore{new(atomic.Bool)}})
 	if err != nil {
 		t.Fatal(err)
 	}

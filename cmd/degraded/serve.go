@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,12 +45,14 @@ func serveCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 
 // daemon is the wired program: everything serve starts and reload touches.
 type daemon struct {
-	log     *slog.Logger
-	ctrl    *controller.Controller
-	metrics *api.Metrics
-	tokens  atomic.Pointer[api.Tokens]
-	window  *errwindow.Window
-	cfg     atomic.Pointer[config.Config]
+	reloadMu sync.Mutex // one reload at a time (SIGHUP and POST /-/reload)
+	log      *slog.Logger
+	ctrl     *controller.Controller
+	metrics  *api.Metrics
+	tokens   atomic.Pointer[api.Tokens]
+	window   *errwindow.Window
+	cfg      atomic.Pointer[config.Config]
+	opts     controller.Options // in force; guarded by reloadMu after start
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
@@ -63,19 +66,33 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 }
 
 // controllerOptions maps a config onto the controller's options; the
-// window, store, observer and logger are supplied by the caller.
-func controllerOptions(c *config.Config, window controller.ErrorRate) (controller.Options, error) {
+// window, store, observer and logger are supplied by the caller. With a
+// previous config and its options, samplers whose source and path did not
+// change are kept, so a reload does not make them warm up again.
+func controllerOptions(c *config.Config, window controller.ErrorRate, prev *config.Config, prevOpts controller.Options) (controller.Options, error) {
 	table, err := c.Table()
 	if err != nil {
 		return controller.Options{}, err
 	}
-	cpu, err := signals.CPU(c.Signals.CPU.Source, c.Signals.CgroupPath)
-	if err != nil {
-		return controller.Options{}, err
+	same := func(a, b config.SignalSource) bool {
+		return prev != nil && a == b && prev.Signals.CgroupPath == c.Signals.CgroupPath
 	}
-	mem, err := signals.Memory(c.Signals.Memory.Source, c.Signals.CgroupPath)
-	if err != nil {
-		return controller.Options{}, err
+	var cpu, mem signals.Sampler
+	switch {
+	case prev != nil && same(prev.Signals.CPU, c.Signals.CPU):
+		cpu = prevOpts.CPU
+	default:
+		if cpu, err = signals.CPU(c.Signals.CPU.Source, c.Signals.CgroupPath); err != nil {
+			return controller.Options{}, err
+		}
+	}
+	switch {
+	case prev != nil && same(prev.Signals.Memory, c.Signals.Memory):
+		mem = prevOpts.Memory
+	default:
+		if mem, err = signals.Memory(c.Signals.Memory.Source, c.Signals.CgroupPath); err != nil {
+			return controller.Options{}, err
+		}
 	}
 	o := controller.Options{
 		Table:                table,
@@ -88,6 +105,7 @@ func controllerOptions(c *config.Config, window controller.ErrorRate) (controlle
 		ManualOnly:           !c.EnableAutoAdjustment,
 		MaxOverrideTTL:       c.MaxOverrideTTL,
 		Errors:               window,
+		ErrorWindow:          c.ErrorRateWindow,
 	}
 	// A nil signals.Sampler must stay a nil interface: "off".
 	if cpu != nil {
@@ -121,7 +139,7 @@ func serve(ctx context.Context, load func() (*config.Config, []string, error), r
 	if err != nil {
 		return err
 	}
-	opts, err := controllerOptions(cfg, d.window)
+	opts, err := controllerOptions(cfg, d.window, nil, controller.Options{})
 	if err != nil {
 		return err
 	}
@@ -137,11 +155,17 @@ func serve(ctx context.Context, load func() (*config.Config, []string, error), r
 	var store *controller.FileStore
 	if cfg.DataDir != "" {
 		store = &controller.FileStore{Dir: cfg.DataDir}
+		unlock, err := store.Lock()
+		if err != nil {
+			return err
+		}
+		defer unlock()
 		if err := openStore(store, resetState, d.log); err != nil {
 			return err
 		}
 		opts.Store = observedStore{store, d.metrics}
 	}
+	d.opts = opts
 	d.ctrl, err = controller.New(opts)
 	if errors.Is(err, controller.ErrCorruptState) {
 		return fmt.Errorf("%w; start with --reset-state to move it aside and begin at Normal", err)
@@ -231,18 +255,21 @@ loop:
 		d.log.Warn("shutdown", "err", err)
 	}
 	stopRun()
-	<-ctrlDone // saves the state
+	if err := <-ctrlDone; !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("state not saved at shutdown; the next start will resume from the last saved state: %w", err)
+	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
 }
 
-// openStore checks that the data dir can be written, so a read-only disk
-// fails at start rather than at the first override, and applies
-// --reset-state.
+// openStore removes the temp files a crash left behind, checks that the
+// data dir can be written, so a read-only disk fails at start rather than
+// at the first override, and applies --reset-state. The caller holds the
+// data dir's lock.
 func openStore(s *controller.FileStore, reset bool, log *slog.Logger) error {
-	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
+	if err := s.RemoveTemp(); err != nil {
 		return fmt.Errorf("data_dir %s: %w", s.Dir, err)
 	}
 	f, err := os.CreateTemp(s.Dir, ".probe-*")
@@ -283,9 +310,10 @@ func levelNames(o controller.Options) []string {
 }
 
 // apply puts a valid config in force: the controller's options, the
-// tokens and the level names of the metrics, then a health check at once.
+// tokens and the level names of the metrics. It runs no health check: a
+// reload is not a tick. d.reloadMu must be held.
 func (d *daemon) apply(cfg *config.Config) error {
-	opts, err := controllerOptions(cfg, d.window)
+	opts, err := controllerOptions(cfg, d.window, d.cfg.Load(), d.opts)
 	if err != nil {
 		return err
 	}
@@ -296,15 +324,18 @@ func (d *daemon) apply(cfg *config.Config) error {
 	if err := d.ctrl.Reconfigure(opts); err != nil {
 		return err
 	}
+	d.opts = opts
 	d.tokens.Store(tokens)
 	d.metrics.SetLevelNames(levelNames(opts))
-	d.ctrl.Check(context.Background())
 	return nil
 }
 
 // reload re-reads the config and applies it; an invalid config changes
-// nothing. Keys that need a restart are logged when they change.
+// nothing. Keys that need a restart are logged when they change. Reloads
+// are serialised.
 func (d *daemon) reload(load func() (*config.Config, []string, error)) error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
 	cfg, warnings, err := load()
 	if err == nil {
 		err = d.apply(cfg)

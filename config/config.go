@@ -131,7 +131,8 @@ type Log struct {
 // Level is one configured level. A nil threshold (null or omitted in YAML)
 // means the signal never triggers this level.
 type Level struct {
-	// Name is unique, not "Normal", and matches ^[A-Za-z][A-Za-z0-9_-]{0,31}$.
+	// Name is unique ignoring case, not "Normal" in any case, and matches
+	// ^[A-Za-z][A-Za-z0-9_-]{0,31}$.
 	Name string `koanf:"name"`
 	// PriorityThreshold is the lowest priority admitted at this level.
 	PriorityThreshold int `koanf:"priority_threshold"`

@@ -2,11 +2,6 @@ package config
 
 import (
 	_ "embed"
-	"fmt"
-	"net"
-	"net/netip"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/degraded/degraded/levels"
@@ -50,6 +45,13 @@ type Config struct {
 	EnableAutoAdjustment bool `koanf:"enable_auto_adjustment"`
 	// MaxOverrideTTL is the longest ttl an override may have.
 	MaxOverrideTTL time.Duration `koanf:"max_override_ttl"`
+	// BlindHold is how long a warming or failed signal may hold recovery.
+	BlindHold time.Duration `koanf:"blind_hold"`
+	// MaxConnections caps the HTTP connections; 0 means RLIMIT_NOFILE - 64.
+	MaxConnections int `koanf:"max_connections"`
+	// AllowedHosts are extra Host names served when no admin token is set:
+	// host names or IP addresses, without ports or wildcards.
+	AllowedHosts []string `koanf:"allowed_hosts"`
 
 	// Signals, Auth, TLS, SSE and Log are the sections of the same names.
 	Signals Signals `koanf:"signals"`
@@ -114,6 +116,8 @@ type SSE struct {
 	Heartbeat time.Duration `koanf:"heartbeat"`
 	// MaxSubscribers caps concurrent streams; more are answered 503.
 	MaxSubscribers int `koanf:"max_subscribers"`
+	// WriteTimeout drops a subscriber whose write blocks this long.
+	WriteTimeout time.Duration `koanf:"write_timeout"`
 }
 
 // Log configures the daemon's logger.
@@ -127,7 +131,8 @@ type Log struct {
 // Level is one configured level. A nil threshold (null or omitted in YAML)
 // means the signal never triggers this level.
 type Level struct {
-	// Name is unique, not "Normal", and matches ^[A-Za-z][A-Za-z0-9_-]{0,31}$.
+	// Name is unique ignoring case, not "Normal" in any case, and matches
+	// ^[A-Za-z][A-Za-z0-9_-]{0,31}$.
 	Name string `koanf:"name"`
 	// PriorityThreshold is the lowest priority admitted at this level.
 	PriorityThreshold int `koanf:"priority_threshold"`
@@ -163,40 +168,4 @@ func copyFloat(p *float64) *float64 {
 	}
 	v := *p
 	return &v
-}
-
-// AdminToken returns the admin token: auth.token if set, else the trimmed
-// contents of auth.token_file, else "" (override and reload open). It reads
-// the file on every call, so a rotated secret is picked up on reload.
-func (c *Config) AdminToken() (string, error) {
-	if c.Auth.Token != "" || c.Auth.TokenFile == "" {
-		return c.Auth.Token, nil
-	}
-	b, err := os.ReadFile(c.Auth.TokenFile)
-	if err != nil {
-		return "", fmt.Errorf("read auth.token_file: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("auth.token_file %s is empty", c.Auth.TokenFile)
-	}
-	return t, nil
-}
-
-// IsLoopback reports whether Listen binds only a loopback address:
-// 127.0.0.0/8, ::1 or "localhost". An empty host (":8470") binds every
-// interface and is not loopback; neither is an address that does not parse.
-func (c *Config) IsLoopback() bool {
-	host, _, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	return ip.Unmap().IsLoopback()
 }

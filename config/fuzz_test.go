@@ -3,12 +3,14 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
 // FuzzLoad feeds arbitrary bytes to Load as a config file: whatever the
-// file holds, Load returns a config or an error, never panics, and a config
-// it returns builds a level table.
+// file holds, Load returns a config or an error, never panics, a reload
+// accepts no more than a load, and a config it returns builds a level
+// table and passes protected mode on its own listen address.
 func FuzzLoad(f *testing.F) {
 	f.Add(DefaultYAML())
 	f.Add([]byte(""))
@@ -20,17 +22,27 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("tls: {cert_file: /nonexistent, key_file: \"\"}\nlog: {level: [debug]}\n1: 2\n"))
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte("levels: &l\n  - name: A\n    disable: *l\n"))
+	f.Add([]byte("blind_hold: 1m\nmax_connections: 64\nallowed_hosts: [a.example, 10.0.0.1, \"*\", \"h:1\", \"\"]\nsse: {write_timeout: 1s}\n"))
+	f.Add([]byte("blind_hold: -1s\nmax_connections: -1\nallowed_hosts: a.example\nsse: {write_timeout: 1ms, heartbeat: 1ns}\nmax_override_ttl: 1ns\n"))
+	f.Add([]byte("auth: {token: \"a \", report_token: a}\nlevels: [{name: Major}, {name: major}, {name: normal}]\n"))
+	f.Add([]byte("# comments only\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := filepath.Join(t.TempDir(), "fuzz.yaml")
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		c, _, err := Load(LoadOptions{Path: p})
+		if rc, _, rerr := Load(LoadOptions{Path: p, Reload: true}); rerr == nil && (err != nil || !reflect.DeepEqual(c, rc)) {
+			t.Errorf("a reload accepted what a load did not give: load error %v", err)
+		}
 		if err != nil {
 			return
 		}
 		if _, err := c.Table(); err != nil {
 			t.Errorf("valid config, but Table() = %v", err)
+		}
+		if err := CheckProtected(c, c.Listen); err != nil {
+			t.Errorf("valid config, but bound to its own listen: %v", err)
 		}
 	})
 }

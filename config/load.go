@@ -3,8 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -23,11 +23,20 @@ const EnvPrefix = "DEGRADED_"
 // LoadOptions says where [Load] reads the layers above the embedded defaults.
 // The zero value loads the defaults alone.
 type LoadOptions struct {
-	// Path is the YAML file; "" means embedded defaults only.
+	// Path is the YAML file; "" means embedded defaults only. A file over
+	// 1 MiB is an error.
 	Path string
-	// Environ is an os.Environ()-style list. Only DEGRADED_* variables that
-	// name a scalar config key are used (DEGRADED_AUTH__TOKEN sets
-	// auth.token); others are ignored. nil means no environment.
+	// Reload says the file replaces a running config (SIGHUP, POST
+	// /-/reload): an empty file (nothing but blank lines and comments) is
+	// then an error, since it would silently reset every key to its default,
+	// auth included. Otherwise an empty file is only a warning.
+	Reload bool
+	// Environ is an os.Environ()-style list. DEGRADED_* variables that name
+	// a config key set it (DEGRADED_AUTH__TOKEN sets auth.token; a list such
+	// as DEGRADED_ALLOWED_HOSTS is comma-separated). The client commands'
+	// DEGRADED_ADDR, DEGRADED_TOKEN and DEGRADED_REPORT_TOKEN are skipped;
+	// any other DEGRADED_* variable is a warning naming the closest key.
+	// nil means no environment.
 	Environ []string
 	// Flags, if not nil, overrides keys with the flags the user set
 	// (Changed). A flag's name is its key with "-" read as "_" ("listen",
@@ -55,22 +64,29 @@ func Default() *Config {
 	return c
 }
 
+// clientVars are the client commands' variables: they share the prefix
+// but name no config key, and are not warned about.
+var clientVars = map[string]bool{"DEGRADED_ADDR": true, "DEGRADED_TOKEN": true, "DEGRADED_REPORT_TOKEN": true}
+
 // Load merges the embedded defaults, the file at o.Path, the environment
 // and the changed flags, in that order of increasing precedence, then
 // validates the result.
 //
-// A file that cannot be read or is not YAML gives an error naming the file.
-// Unknown keys, values of the wrong type and failed validation give a
-// *[ValidationError] with every problem; no Config is returned then.
-// Warnings (valid but suspicious settings) are returned in every case where
-// the configuration decoded.
+// A file that cannot be read, is over 1 MiB, or is not YAML gives an error
+// naming the file; so does an empty file when o.Reload is set. Unknown keys,
+// values of the wrong type and failed validation give a *[ValidationError]
+// with every problem, those caused by an environment variable naming it; no
+// Config is returned then. Warnings (an empty file, a DEGRADED_* variable
+// that names no key, valid but suspicious settings) are returned in every
+// case where the configuration decoded.
 func Load(o LoadOptions) (*Config, []string, error) {
 	ko := koanf.New(".")
 	if err := ko.Load(rawbytes.Provider(defaultYAML), yaml.Parser()); err != nil {
 		return nil, nil, fmt.Errorf("embedded default.yaml: %w", err)
 	}
+	var warnings []string
 	if o.Path != "" {
-		b, err := os.ReadFile(o.Path)
+		b, err := readFile(o.Path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read config file: %w", err)
 		}
@@ -78,18 +94,33 @@ func Load(o LoadOptions) (*Config, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("parse config file %s: %w", o.Path, err)
 		}
+		if blank(b) {
+			if o.Reload {
+				return nil, nil, fmt.Errorf("%s: file is empty; a reload needs the whole config", o.Path)
+			}
+			warnings = append(warnings, o.Path+": file is empty, so the embedded defaults apply")
+		}
 		maps.IntfaceKeysToStrings(m)
 		dropNulls(m, reflect.TypeFor[Config]())
 		if err := ko.Load(mapProvider(m), nil); err != nil {
 			return nil, nil, fmt.Errorf("merge config file %s: %w", o.Path, err)
 		}
 	}
-	known := scalarKeys(reflect.TypeFor[Config](), "", map[string]bool{})
+	known := settable(reflect.TypeFor[Config](), "", map[string]bool{})
+	from := map[string]string{} // key -> the variable that set it
 	environ := o.Environ
 	envp := env.Provider(".", env.Opt{
-		Prefix:        EnvPrefix,
-		EnvironFunc:   func() []string { return environ }, // never os.Environ
-		TransformFunc: envKey(known),
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ }, // never os.Environ
+		TransformFunc: func(k, v string) (string, any) {
+			key, val, warning := envKey(known, k, v)
+			if warning != "" {
+				warnings = append(warnings, warning)
+			} else if key != "" {
+				from[key] = k
+			}
+			return key, val
+		},
 	})
 	if err := ko.Load(envp, nil); err != nil {
 		return nil, nil, fmt.Errorf("environment: %w", err)
@@ -97,9 +128,10 @@ func Load(o LoadOptions) (*Config, []string, error) {
 	if o.Flags != nil {
 		fp := posflag.ProviderWithFlag(o.Flags, ".", nil, func(f *pflag.Flag) (string, any) {
 			key := strings.ReplaceAll(f.Name, "-", "_")
-			if !f.Changed || !known[key] {
+			if isList, ok := known[key]; !f.Changed || !ok || isList {
 				return "", nil
 			}
+			delete(from, key) // the flag wins
 			return key, posflag.FlagVal(o.Flags, f)
 		})
 		if err := ko.Load(fp, nil); err != nil {
@@ -111,11 +143,11 @@ func Load(o LoadOptions) (*Config, []string, error) {
 	// and reported, and decoding and validation go on without them, so
 	// that one run reports every problem.
 	raw := ko.Raw()
-	var problems []string
-	bad := map[string]bool{}
-	if !checkValue(&problems, bad, "", raw, reflect.TypeFor[Config]()) {
-		return nil, nil, &ValidationError{Problems: problems}
+	ch := &checker{bad: map[string]bool{}, from: from}
+	if !ch.value("", raw, reflect.TypeFor[Config]()) {
+		return nil, nil, &ValidationError{Problems: ch.problems}
 	}
+	problems := ch.problems
 	clean := koanf.New(".")
 	if err := clean.Load(mapProvider(raw), nil); err != nil {
 		return nil, nil, fmt.Errorf("reload checked config: %w", err)
@@ -130,15 +162,16 @@ func Load(o LoadOptions) (*Config, []string, error) {
 		},
 	})
 	if err != nil {
-		// checkValue should have caught it; report rather than guess.
+		// The checker should have caught it; report rather than guess.
 		return nil, nil, &ValidationError{Problems: append(problems, "decode: "+err.Error())}
 	}
-	warnings, err := c.Validate()
+	more, err := c.Validate()
+	warnings = append(warnings, more...)
 	var ve *ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems {
-			if !under(p, bad) {
-				problems = append(problems, p)
+			if !under(p, ch.bad) {
+				problems = append(problems, fromEnv(p, from))
 			}
 		}
 	}
@@ -146,6 +179,32 @@ func Load(o LoadOptions) (*Config, []string, error) {
 		return nil, warnings, &ValidationError{Problems: problems}
 	}
 	return &c, warnings, nil
+}
+
+// fromEnv appends the variable that set a problem's key to its "(was
+// VALUE)": "health_check_interval: must be >= 10ms (was 1ms, from
+// DEGRADED_HEALTH_CHECK_INTERVAL)".
+func fromEnv(problem string, from map[string]string) string {
+	key, _, _ := strings.Cut(problem, ":")
+	for k, src := range from {
+		if within(key, k) && strings.HasSuffix(problem, ")") {
+			return problem[:len(problem)-1] + ", from " + src + ")"
+		}
+	}
+	return problem
+}
+
+// blank reports whether a file holds nothing but blank lines, comments and
+// document markers: nothing a YAML parser would load.
+func blank(b []byte) bool {
+	for line := range strings.Lines(string(b)) {
+		switch l := strings.TrimSpace(line); {
+		case l == "", l == "---", l == "...", strings.HasPrefix(l, "#"):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // mapProvider is a koanf.Provider for an already parsed map.
@@ -157,16 +216,44 @@ func (m mapProvider) ReadBytes() ([]byte, error) {
 
 func (m mapProvider) Read() (map[string]any, error) { return m, nil }
 
-// envKey maps DEGRADED_AUTH__TOKEN to auth.token, and variables that name
-// no scalar key to "" (ignored).
-func envKey(known map[string]bool) func(k, v string) (string, any) {
-	return func(k, v string) (string, any) {
-		key := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, EnvPrefix)), "__", ".")
-		if !known[key] {
-			return "", nil
+// envKey maps a variable to the key it sets (DEGRADED_AUTH__TOKEN to
+// auth.token) and its value: the string, or for a list of strings its
+// comma-separated items. A variable that names no settable key maps to ""
+// (ignored), with a warning unless it is the client's.
+func envKey(known map[string]bool, name, value string) (key string, v any, warning string) {
+	key = strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, EnvPrefix)), "__", ".")
+	isList, ok := known[key]
+	switch {
+	case !ok && clientVars[name]:
+		return "", nil, ""
+	case !ok:
+		// Compare what follows the prefix, so that the shared prefix does
+		// not make unrelated names look close.
+		vars := make([]string, 0, len(known))
+		for k := range known {
+			vars = append(vars, strings.TrimPrefix(envVar(k), EnvPrefix))
 		}
-		return key, v
+		slices.Sort(vars)
+		warning = name + " names no config key"
+		if v, ok := closest(strings.TrimPrefix(name, EnvPrefix), vars); ok {
+			warning += " (did you mean " + EnvPrefix + v + "?)"
+		}
+		return "", nil, warning
+	case isList:
+		items := []any{}
+		if strings.TrimSpace(value) != "" {
+			for item := range strings.SplitSeq(value, ",") {
+				items = append(items, strings.TrimSpace(item))
+			}
+		}
+		return key, items, ""
 	}
+	return key, value, ""
+}
+
+// envVar is the variable that sets key: auth.token is DEGRADED_AUTH__TOKEN.
+func envVar(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
 }
 
 // dropNulls deletes the file's null values outside the levels list (an

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,12 +54,15 @@ func TestDefaultsMatchDesign(t *testing.T) {
 		Hysteresis:             0.1,
 		EnableAutoAdjustment:   true,
 		MaxOverrideTTL:         24 * time.Hour,
+		BlindHold:              5 * time.Minute,
+		MaxConnections:         0,
+		AllowedHosts:           []string{},
 		Signals: Signals{
 			CPU:        SignalSource{Source: "host"},
 			Memory:     SignalSource{Source: "host"},
 			CgroupPath: "/sys/fs/cgroup",
 		},
-		SSE: SSE{Heartbeat: 15 * time.Second, MaxSubscribers: 20000},
+		SSE: SSE{Heartbeat: 15 * time.Second, MaxSubscribers: 20000, WriteTimeout: 10 * time.Second},
 		Log: Log{Level: "info", Format: "text"},
 		Levels: []Level{
 			{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: ptr(1), CPUPercent: ptr(60), MemoryPercent: ptr(60), Disable: []string{}},
@@ -174,6 +178,39 @@ log: {level: debug}
 			want: func(*Config) {},
 		},
 		{
+			name: "new keys from the file",
+			opts: LoadOptions{Path: writeConfig(t, "blind_hold: 90s\nmax_connections: 900\nallowed_hosts: [degraded.internal, 10.0.0.7]\nsse: {write_timeout: 3s}\n")},
+			want: func(c *Config) {
+				c.BlindHold = 90 * time.Second
+				c.MaxConnections = 900
+				c.AllowedHosts = []string{"degraded.internal", "10.0.0.7"}
+				c.SSE.WriteTimeout = 3 * time.Second
+			},
+		},
+		{
+			name: "new keys from the environment, a list comma-separated",
+			opts: LoadOptions{Environ: []string{
+				"DEGRADED_BLIND_HOLD=0s",
+				"DEGRADED_MAX_CONNECTIONS=100",
+				"DEGRADED_ALLOWED_HOSTS=degraded.internal, gw.example.com",
+				"DEGRADED_SSE__WRITE_TIMEOUT=1m",
+			}},
+			want: func(c *Config) {
+				c.BlindHold = 0
+				c.MaxConnections = 100
+				c.AllowedHosts = []string{"degraded.internal", "gw.example.com"}
+				c.SSE.WriteTimeout = time.Minute
+			},
+		},
+		{
+			name: "an empty list from the environment",
+			opts: LoadOptions{
+				Path:    writeConfig(t, "allowed_hosts: [a.example]\n"),
+				Environ: []string{"DEGRADED_ALLOWED_HOSTS="},
+			},
+			want: func(*Config) {},
+		},
+		{
 			name: "changed flags override env, unchanged and unknown flags do not",
 			opts: LoadOptions{
 				Path:    file,
@@ -268,12 +305,12 @@ func TestLoadFileProblems(t *testing.T) {
 		{
 			name: "typo",
 			yaml: "health_check_intreval: 5s\n",
-			want: []string{"health_check_intreval: unknown key"},
+			want: []string{"health_check_intreval: unknown key (did you mean health_check_interval?)"},
 		},
 		{
 			name: "keys are case-sensitive",
 			yaml: "Listen: 127.0.0.1:1\n",
-			want: []string{"Listen: unknown key"},
+			want: []string{"Listen: unknown key (did you mean listen?)"},
 		},
 		{
 			name: "unknown keys in sections and level elements",
@@ -286,9 +323,9 @@ levels:
   - {name: C, priority_threshold: 3, cpu_precent: 50}
 `,
 			want: []string{
-				"auth.tokn: unknown key",
-				"levels[2].cpu_precent: unknown key",
-				"signals.cpu.sauce: unknown key",
+				"auth.tokn: unknown key (did you mean auth.token?)",
+				"levels[2].cpu_precent: unknown key (did you mean levels[2].cpu_percent?)",
+				"signals.cpu.sauce: unknown key (did you mean signals.cpu.source?)",
 			},
 		},
 		{
@@ -322,8 +359,8 @@ levels:
 			name:    "bad env values are problems too",
 			environ: []string{"DEGRADED_SSE__MAX_SUBSCRIBERS=many", "DEGRADED_ERROR_RATE_WINDOW=1 minute"},
 			want: []string{
-				"error_rate_window: must be a duration such as 30s or 1m (was 1 minute)",
-				"sse.max_subscribers: must be an integer (was many)",
+				`error_rate_window: must be a duration such as 30s or 1m (was "1 minute", from DEGRADED_ERROR_RATE_WINDOW)`,
+				`sse.max_subscribers: must be an integer (was "many", from DEGRADED_SSE__MAX_SUBSCRIBERS)`,
 			},
 		},
 		{
@@ -335,8 +372,8 @@ levels:
   - {name: Minor, priority_threshold: 10, cpu_percent: 150, cpu_precent: 3}
 `,
 			want: []string{
-				"helth_check_interval: unknown key",
-				"levels[0].cpu_precent: unknown key",
+				"helth_check_interval: unknown key (did you mean health_check_interval?)",
+				"levels[0].cpu_precent: unknown key (did you mean levels[0].cpu_percent?)",
 				"escalate_after: must be >= 1 (was 0)",
 				"levels[0].cpu_percent: must be in (0, 100] (was 150)",
 			},
@@ -399,4 +436,128 @@ func TestLoadWarning(t *testing.T) {
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
+}
+
+func TestLoadEnvironmentWarnings(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    []string
+	}{
+		{"client variables", []string{"DEGRADED_ADDR=http://x:1", "DEGRADED_TOKEN=t", "DEGRADED_REPORT_TOKEN=r"}, nil},
+		{"a single underscore for a nested key", []string{"DEGRADED_AUTH_TOKEN=secret-value"},
+			[]string{"DEGRADED_AUTH_TOKEN names no config key (did you mean DEGRADED_AUTH__TOKEN?)"}},
+		{"a typo", []string{"DEGRADED_HEALTH_CHECK_INTERVL=5s"},
+			[]string{"DEGRADED_HEALTH_CHECK_INTERVL names no config key (did you mean DEGRADED_HEALTH_CHECK_INTERVAL?)"}},
+		{"nothing close", []string{"DEGRADED_LEVELS=x", "DEGRADED_FROBNICATE=1"},
+			[]string{"DEGRADED_LEVELS names no config key", "DEGRADED_FROBNICATE names no config key"}},
+		{"other prefixes are not ours", []string{"DEGRADEDX=1", "PATH=/bin"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, warnings, err := Load(LoadOptions{Environ: tt.environ})
+			if err != nil || c == nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			for _, w := range warnings {
+				if strings.Contains(w, "secret-value") {
+					t.Errorf("warning reveals a value: %s", w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadProblemsNameTheVariable(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		flags   []string
+		want    []string
+	}{
+		{"a value that does not decode", []string{"DEGRADED_HEALTH_CHECK_INTERVAL=abc"}, nil,
+			[]string{`health_check_interval: must be a duration such as 30s or 1m (was "abc", from DEGRADED_HEALTH_CHECK_INTERVAL)`}},
+		{"a value validation refuses", []string{"DEGRADED_HEALTH_CHECK_INTERVAL=1ns", "DEGRADED_SSE__HEARTBEAT=1ms"}, nil,
+			[]string{
+				"health_check_interval: must be >= 10ms (was 1ns, from DEGRADED_HEALTH_CHECK_INTERVAL)",
+				"sse.heartbeat: must be >= 1s (was 1ms, from DEGRADED_SSE__HEARTBEAT)",
+			}},
+		{"a list item", []string{"DEGRADED_ALLOWED_HOSTS=ok.example,*.example"}, nil,
+			[]string{"allowed_hosts[1]: must not be a wildcard: list each host name (was *.example, from DEGRADED_ALLOWED_HOSTS)"}},
+		{"a secret stays hidden", []string{"DEGRADED_AUTH__TOKEN=secret-value "}, nil,
+			[]string{"auth.token: must not start or end with whitespace (was a secret, not shown, from DEGRADED_AUTH__TOKEN)"}},
+		{"a flag overrides the variable", []string{"DEGRADED_HEALTH_CHECK_INTERVAL=5s"}, []string{"--health-check-interval", "1ms"},
+			[]string{"health_check_interval: must be >= 10ms (was 1ms)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+			fs.Duration("health-check-interval", 0, "interval")
+			if err := fs.Parse(tt.flags); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := Load(LoadOptions{Environ: tt.environ, Flags: fs})
+			if diff := cmp.Diff(tt.want, problems(t, err)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	zero := filepath.Join(dir, "zero.yaml")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	over := writeConfig(t, "# "+strings.Repeat("x", maxFileBytes)+"\n")
+	atLimit := writeConfig(t, "listen: 127.0.0.1:8470\n#"+strings.Repeat("x", maxFileBytes-len("listen: 127.0.0.1:8470\n#")))
+	for _, reload := range []bool{false, true} {
+		for _, p := range []string{zero, over} {
+			t.Run(fmt.Sprintf("%s reload=%v", filepath.Base(p), reload), func(t *testing.T) {
+				_, _, err := Load(LoadOptions{Path: p, Reload: reload})
+				if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "larger than the 1 MiB limit") {
+					t.Errorf("Load = %v, want an error naming %s and the 1 MiB limit", err, p)
+				}
+			})
+		}
+	}
+	t.Run("exactly 1 MiB", func(t *testing.T) {
+		if _, _, err := Load(LoadOptions{Path: atLimit}); err != nil {
+			t.Errorf("Load = %v, want a file of exactly 1 MiB accepted", err)
+		}
+	})
+}
+
+func TestLoadEmptyFile(t *testing.T) {
+	for _, tt := range []struct{ name, yaml string }{
+		{"no bytes", ""},
+		{"blank lines", "\n  \n\n"},
+		{"comments only", "# listen: 0.0.0.0:8470\n  # auth: {}\n"},
+		{"document markers", "---\n# nothing\n...\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := writeConfig(t, tt.yaml)
+			c, warnings, err := Load(LoadOptions{Path: p})
+			if err != nil || c == nil {
+				t.Fatalf("Load: %v, want the defaults", err)
+			}
+			if diff := cmp.Diff([]string{p + ": file is empty, so the embedded defaults apply"}, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			_, _, err = Load(LoadOptions{Path: p, Reload: true})
+			if want := p + ": file is empty; a reload needs the whole config"; err == nil || err.Error() != want {
+				t.Errorf("reload: Load = %v, want %q", err, want)
+			}
+		})
+	}
+	t.Run("an empty mapping is not an empty file", func(t *testing.T) {
+		c, warnings, err := Load(LoadOptions{Path: writeConfig(t, "{}\n"), Reload: true})
+		if err != nil || c == nil || len(warnings) != 0 {
+			t.Errorf("Load = %v, warnings %q; want the defaults, no warning", err, warnings)
+		}
+	})
 }

@@ -30,17 +30,29 @@ func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// scalarKeys adds to known the dotted path of every key of t that holds a
-// single value (not a section or a list): the keys the environment and
-// flags may set.
-func scalarKeys(t reflect.Type, prefix string, known map[string]bool) map[string]bool {
+// keysOf returns the keys of struct type t, in field order.
+func keysOf(t reflect.Type) []string {
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i] = t.Field(i).Tag.Get("koanf")
+	}
+	return keys
+}
+
+// settable adds to known the dotted path of every key of t that the
+// environment may set: a single value (flags may set these too), or a list
+// of strings (the environment gives it comma-separated), mapped to true.
+// Sections are walked; lists of sections (levels) are not settable.
+func settable(t reflect.Type, prefix string, known map[string]bool) map[string]bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		key := prefix + f.Tag.Get("koanf")
 		switch {
 		case f.Type.Kind() == reflect.Struct:
-			scalarKeys(f.Type, key+".", known)
+			settable(f.Type, key+".", known)
 		case f.Type.Kind() != reflect.Slice:
+			known[key] = false
+		case f.Type.Elem().Kind() == reflect.String:
 			known[key] = true
 		}
 	}
@@ -55,14 +67,28 @@ func joinKey(path, key string) string {
 	return path + "." + key
 }
 
-// checkValue appends a problem for every unknown key under v and every
-// value that does not decode into t, in key order. It returns false when v
-// itself does not decode; the caller then removes v, and records path in
-// bad, so that decoding can go on and validation can report the rest.
-func checkValue(problems *[]string, bad map[string]bool, path string, v any, t reflect.Type) bool {
+// checker checks the merged key tree. It collects problems; bad records
+// the paths of values removed because they do not decode, so that
+// validation does not report them a second time; from maps a key set by
+// the environment to its variable, for the messages.
+type checker struct {
+	problems []string
+	bad      map[string]bool
+	from     map[string]string
+}
+
+// value appends a problem for every unknown key under v and every value
+// that does not decode into t, in key order. It returns false when v itself
+// does not decode; the caller then removes v, and records path in bad, so
+// that decoding can go on and validation can report the rest.
+func (ch *checker) value(path string, v any, t reflect.Type) bool {
 	fail := func(what string) bool {
-		*problems = append(*problems, fmt.Sprintf("%s: %s (was %s)", path, what, show(v)))
-		bad[path] = true
+		was := show(v)
+		if src := ch.from[path]; src != "" {
+			was = strconv.Quote(fmt.Sprint(v)) + ", from " + src
+		}
+		ch.problems = append(ch.problems, fmt.Sprintf("%s: %s (was %s)", path, what, was))
+		ch.bad[path] = true
 		return false
 	}
 	if t == durationType {
@@ -92,11 +118,15 @@ func checkValue(problems *[]string, bad map[string]bool, path string, v any, t r
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			f, ok := fieldByKey(t, k)
 			if !ok {
-				*problems = append(*problems, joinKey(path, k)+": unknown key")
+				p := joinKey(path, k) + ": unknown key"
+				if near, ok := closest(k, keysOf(t)); ok {
+					p += " (did you mean " + joinKey(path, near) + "?)"
+				}
+				ch.problems = append(ch.problems, p)
 				delete(m, k)
 				continue
 			}
-			if !checkValue(problems, bad, joinKey(path, k), m[k], f.Type) {
+			if !ch.value(joinKey(path, k), m[k], f.Type) {
 				delete(m, k)
 			}
 		}
@@ -106,12 +136,12 @@ func checkValue(problems *[]string, bad map[string]bool, path string, v any, t r
 			return fail("must be a list")
 		}
 		for i, e := range list {
-			if !checkValue(problems, bad, fmt.Sprintf("%s[%d]", path, i), e, t.Elem()) {
+			if !ch.value(fmt.Sprintf("%s[%d]", path, i), e, t.Elem()) {
 				list[i] = nil
 			}
 		}
 	case reflect.Pointer:
-		return checkValue(problems, bad, path, v, t.Elem())
+		return ch.value(path, v, t.Elem())
 	case reflect.String:
 		switch v.(type) {
 		case map[string]any, []any:
@@ -163,11 +193,16 @@ func checkValue(problems *[]string, bad map[string]bool, path string, v any, t r
 func under(problem string, bad map[string]bool) bool {
 	key, _, _ := strings.Cut(problem, ":")
 	for b := range bad {
-		if key == b || strings.HasPrefix(key, b+".") || strings.HasPrefix(key, b+"[") {
+		if within(key, b) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether key is parent or a key below it.
+func within(key, parent string) bool {
+	return key == parent || strings.HasPrefix(key, parent+".") || strings.HasPrefix(key, parent+"[")
 }
 
 // number returns v as a float64 if it is any Go numeric type.
@@ -192,6 +227,8 @@ func show(v any) string {
 	switch x := v.(type) {
 	case nil:
 		s = "null"
+	case secret:
+		return "a secret, not shown"
 	case string:
 		if x == "" {
 			return `""`

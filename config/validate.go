@@ -32,12 +32,11 @@ func (c *Config) Validate() (warnings []string, err error) {
 
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		v.add("listen", "must be host:port", c.Listen)
-	} else if !c.IsLoopback() && !c.Auth.AllowUnauthenticated &&
-		(c.Auth.Token == "" && c.Auth.TokenFile == "" || c.Auth.ReportToken == "") {
-		v.add("listen", "a non-loopback address needs auth.token (or auth.token_file) and auth.report_token, or auth.allow_unauthenticated: true", c.Listen)
+	} else if what := unprotected(c.Listen, c.Auth); what != "" {
+		v.add("listen", what, c.Listen)
 	}
 
-	v.positive("health_check_interval", c.HealthCheckInterval)
+	v.atLeast("health_check_interval", c.HealthCheckInterval, 10*time.Millisecond)
 	v.nonNegative("minimum_level_duration", c.MinimumLevelDuration)
 	v.nonNegative("escalation_delay", c.EscalationDelay)
 	if c.EscalateAfter < 1 {
@@ -56,7 +55,12 @@ func (c *Config) Validate() (warnings []string, err error) {
 	if !(c.Hysteresis >= 0 && c.Hysteresis < 1) {
 		v.add("hysteresis", "must be in [0, 1)", c.Hysteresis)
 	}
-	v.positive("max_override_ttl", c.MaxOverrideTTL)
+	v.atLeast("max_override_ttl", c.MaxOverrideTTL, time.Second)
+	v.nonNegative("blind_hold", c.BlindHold)
+	if c.MaxConnections < 0 {
+		v.add("max_connections", "must be >= 0 (0: RLIMIT_NOFILE - 64)", c.MaxConnections)
+	}
+	v.allowedHosts(c.AllowedHosts)
 
 	v.oneOf("signals.cpu.source", c.Signals.CPU.Source, SourceHost, SourceCgroup, SourceOff)
 	v.oneOf("signals.memory.source", c.Signals.Memory.Source, SourceHost, SourceCgroup, SourceOff)
@@ -64,25 +68,14 @@ func (c *Config) Validate() (warnings []string, err error) {
 		v.add("signals.cgroup_path", "must be set when a signal source is cgroup", "")
 	}
 
-	if c.Auth.TokenFile != "" {
-		switch {
-		case c.Auth.Token != "":
-			v.add("auth.token_file", "set only one of auth.token and auth.token_file", c.Auth.TokenFile)
-		default:
-			if b, err := os.ReadFile(c.Auth.TokenFile); err != nil {
-				v.add("auth.token_file", "must be a readable file: "+cause(err), c.Auth.TokenFile)
-			} else if strings.TrimSpace(string(b)) == "" {
-				v.add("auth.token_file", "must not be empty", c.Auth.TokenFile)
-			}
-		}
-	}
-
+	v.auth(c.Auth)
 	v.tls(c.TLS)
 
-	v.positive("sse.heartbeat", c.SSE.Heartbeat)
+	v.atLeast("sse.heartbeat", c.SSE.Heartbeat, time.Second)
 	if c.SSE.MaxSubscribers < 1 {
 		v.add("sse.max_subscribers", "must be >= 1", c.SSE.MaxSubscribers)
 	}
+	v.atLeast("sse.write_timeout", c.SSE.WriteTimeout, time.Second)
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
 
@@ -111,6 +104,14 @@ func (v *validator) add(key, what string, was any) {
 func (v *validator) positive(key string, d time.Duration) {
 	if d <= 0 {
 		v.add(key, "must be > 0", d)
+	}
+}
+
+// atLeast is a lower bound that keeps a duration from burning CPU or
+// making its feature unusable.
+func (v *validator) atLeast(key string, d, lowest time.Duration) {
+	if d < lowest {
+		v.add(key, "must be >= "+lowest.String(), d)
 	}
 }
 
@@ -163,7 +164,7 @@ func (v *validator) levels(ls []Level) {
 	if len(ls) < 1 || len(ls) > levels.MaxLevels {
 		v.add("levels", fmt.Sprintf("must list 1 to %d levels", levels.MaxLevels), strconv.Itoa(len(ls))+" levels")
 	}
-	seen := map[string]int{}
+	names := levelNames{}
 	prevPriority := -1 // index of the last level with a valid priority
 	type last struct {
 		i int
@@ -172,15 +173,8 @@ func (v *validator) levels(ls []Level) {
 	prevSignal := map[string]*last{}
 	for i, l := range ls {
 		key := func(k string) string { return fmt.Sprintf("levels[%d].%s", i, k) }
-		switch j, dup := seen[l.Name]; {
-		case l.Name == levels.NormalName:
-			v.add(key("name"), "is reserved for level 0", l.Name)
-		case !levelName.MatchString(l.Name):
-			v.add(key("name"), "must match "+levelName.String(), l.Name)
-		case dup:
-			v.add(key("name"), fmt.Sprintf("duplicates levels[%d].name", j), l.Name)
-		default:
-			seen[l.Name] = i
+		if what := names.problem(i, l.Name); what != "" {
+			v.add(key("name"), what, l.Name)
 		}
 		switch {
 		case l.PriorityThreshold < 0:
@@ -214,6 +208,37 @@ func (v *validator) levels(ls []Level) {
 			}
 		}
 	}
+}
+
+// levelNames is the one home of the level-name rule: a name matches
+// levelName, is not Normal, and is unique, all ignoring case (a CLI or API
+// that accepts "major" must find one level). It maps each lower-cased name
+// seen to the index and spelling of its first use.
+type levelNames map[string]namedAt
+
+// namedAt is where a level name was first used, as written.
+type namedAt struct {
+	i    int
+	name string
+}
+
+// problem checks the name of levels[i] against the names before it and
+// says what is wrong with it, or "".
+func (seen levelNames) problem(i int, name string) string {
+	folded := strings.ToLower(name)
+	first, dup := seen[folded]
+	switch {
+	case strings.EqualFold(name, levels.NormalName):
+		return "is reserved for level 0 (Normal), ignoring case"
+	case !levelName.MatchString(name):
+		return "must match " + levelName.String()
+	case dup && first.name == name:
+		return fmt.Sprintf("duplicates levels[%d].name", first.i)
+	case dup:
+		return fmt.Sprintf("duplicates levels[%d].name (%s): names are unique ignoring case", first.i, first.name)
+	}
+	seen[folded] = namedAt{i, name}
+	return ""
 }
 
 // cause strips the path from a file error: the problem already shows it.

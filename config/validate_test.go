@@ -48,7 +48,7 @@ func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeKeyPair(t, dir)
 	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("  admin-secret\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("admin-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	emptyFile := filepath.Join(dir, "empty")
@@ -64,7 +64,10 @@ func TestValidate(t *testing.T) {
 	}{
 		{"defaults", func(*Config) {}, nil},
 		{"health_check_interval", func(c *Config) { c.HealthCheckInterval = 0 },
-			[]string{"health_check_interval: must be > 0 (was 0s)"}},
+			[]string{"health_check_interval: must be >= 10ms (was 0s)"}},
+		{"health_check_interval under 10ms", func(c *Config) { c.HealthCheckInterval = time.Nanosecond },
+			[]string{"health_check_interval: must be >= 10ms (was 1ns)"}},
+		{"health_check_interval of 10ms", func(c *Config) { c.HealthCheckInterval = 10 * time.Millisecond }, nil},
 		{"error_rate_window", func(c *Config) { c.ErrorRateWindow = -time.Second },
 			[]string{"error_rate_window: must be > 0 (was -1s)"}},
 		{"buckets too few", func(c *Config) { c.ErrorRateWindowBuckets = 0 },
@@ -88,10 +91,33 @@ func TestValidate(t *testing.T) {
 			[]string{"min_throughput: must be >= 0 (was -1)"}},
 		{"escalate_after", func(c *Config) { c.EscalateAfter = 0 },
 			[]string{"escalate_after: must be >= 1 (was 0)"}},
-		{"max_override_ttl", func(c *Config) { c.MaxOverrideTTL = 0 },
-			[]string{"max_override_ttl: must be > 0 (was 0s)"}},
-		{"sse.heartbeat", func(c *Config) { c.SSE.Heartbeat = 0 },
-			[]string{"sse.heartbeat: must be > 0 (was 0s)"}},
+		{"max_override_ttl", func(c *Config) { c.MaxOverrideTTL = time.Nanosecond },
+			[]string{"max_override_ttl: must be >= 1s (was 1ns)"}},
+		{"max_override_ttl of 1s", func(c *Config) { c.MaxOverrideTTL = time.Second }, nil},
+		{"sse.heartbeat", func(c *Config) { c.SSE.Heartbeat = time.Nanosecond },
+			[]string{"sse.heartbeat: must be >= 1s (was 1ns)"}},
+		{"sse.heartbeat of 1s", func(c *Config) { c.SSE.Heartbeat = time.Second }, nil},
+		{"sse.write_timeout", func(c *Config) { c.SSE.WriteTimeout = 999 * time.Millisecond },
+			[]string{"sse.write_timeout: must be >= 1s (was 999ms)"}},
+		{"blind_hold", func(c *Config) { c.BlindHold = -time.Second },
+			[]string{"blind_hold: must be >= 0 (was -1s)"}},
+		{"blind_hold zero", func(c *Config) { c.BlindHold = 0 }, nil},
+		{"max_connections", func(c *Config) { c.MaxConnections = -1 },
+			[]string{"max_connections: must be >= 0 (0: RLIMIT_NOFILE - 64) (was -1)"}},
+		{"max_connections set", func(c *Config) { c.MaxConnections = 4096 }, nil},
+		{"allowed_hosts", func(c *Config) {
+			c.AllowedHosts = []string{"degraded.internal", "Degraded.Example.COM.", "10.0.0.7", "::1", "gateway_1",
+				"", "*.example.com", "example.com:8470", "[::1]:80", "[::1]", "http://example.com", "a..b", "-x"}
+		}, []string{
+			`allowed_hosts[5]: must not be empty (was "")`,
+			"allowed_hosts[6]: must not be a wildcard: list each host name (was *.example.com)",
+			"allowed_hosts[7]: must not have a port: a host name or IP address only (was example.com:8470)",
+			"allowed_hosts[8]: must not have a port: a host name or IP address only (was [::1]:80)",
+			"allowed_hosts[9]: must be a host name or an IP address (was [::1])",
+			"allowed_hosts[10]: must be a host name or an IP address (was http://example.com)",
+			"allowed_hosts[11]: must be a host name or an IP address (was a..b)",
+			"allowed_hosts[12]: must be a host name or an IP address (was -x)",
+		}},
 		{"sse.max_subscribers", func(c *Config) { c.SSE.MaxSubscribers = 0 },
 			[]string{"sse.max_subscribers: must be >= 1 (was 0)"}},
 		{"signal sources", func(c *Config) { c.Signals.CPU.Source = "gpu"; c.Signals.Memory.Source = "" },
@@ -122,10 +148,19 @@ func TestValidate(t *testing.T) {
 			c.Levels[3].Name = "9lives"
 			c.Levels[4].Name = strings.Repeat("a", 33)
 		}, []string{
-			"levels[0].name: is reserved for level 0 (was Normal)",
+			"levels[0].name: is reserved for level 0 (Normal), ignoring case (was Normal)",
 			"levels[2].name: duplicates levels[1].name (was Major)",
 			"levels[3].name: must match ^[A-Za-z][A-Za-z0-9_-]{0,31}$ (was 9lives)",
 			"levels[4].name: must match ^[A-Za-z][A-Za-z0-9_-]{0,31}$ (was aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)",
+		}},
+		{"level names ignore case", func(c *Config) {
+			c.Levels[0].Name = "normal"
+			c.Levels[3].Name = "major"
+			c.Levels[4].Name = "MAJOR"
+		}, []string{
+			"levels[0].name: is reserved for level 0 (Normal), ignoring case (was normal)",
+			"levels[3].name: duplicates levels[2].name (Major): names are unique ignoring case (was major)",
+			"levels[4].name: duplicates levels[2].name (Major): names are unique ignoring case (was MAJOR)",
 		}},
 		{"empty level name", func(c *Config) { c.Levels[0].Name = "" },
 			[]string{`levels[0].name: must match ^[A-Za-z][A-Za-z0-9_-]{0,31}$ (was "")`}},
@@ -197,7 +232,7 @@ func TestValidateProtectedMode(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("admin-secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const refused = "listen: a non-loopback address needs auth.token (or auth.token_file) and auth.report_token, or auth.allow_unauthenticated: true (was "
+	const refused = "listen: a non-loopback address needs auth.token (or auth.token_file) and auth.report_token, or auth.allow_unauthenticated: true; missing "
 	tests := []struct {
 		name     string
 		listen   string
@@ -209,10 +244,10 @@ func TestValidateProtectedMode(t *testing.T) {
 		{"127.1.2.3", "127.1.2.3:8470", Auth{}, true, nil},
 		{"::1", "[::1]:8470", Auth{}, true, nil},
 		{"localhost", "localhost:8470", Auth{}, true, nil},
-		{"empty host is every interface", ":8470", Auth{}, false, []string{refused + ":8470)"}},
-		{"0.0.0.0", "0.0.0.0:8470", Auth{}, false, []string{refused + "0.0.0.0:8470)"}},
-		{"admin token only", "0.0.0.0:8470", Auth{Token: "a"}, false, []string{refused + "0.0.0.0:8470)"}},
-		{"report token only", "10.0.0.1:8470", Auth{ReportToken: "r"}, false, []string{refused + "10.0.0.1:8470)"}},
+		{"empty host is every interface", ":8470", Auth{}, false, []string{refused + "auth.token (or auth.token_file) and auth.report_token (was :8470)"}},
+		{"0.0.0.0", "0.0.0.0:8470", Auth{}, false, []string{refused + "auth.token (or auth.token_file) and auth.report_token (was 0.0.0.0:8470)"}},
+		{"admin token only", "0.0.0.0:8470", Auth{Token: "a"}, false, []string{refused + "auth.report_token (was 0.0.0.0:8470)"}},
+		{"report token only", "10.0.0.1:8470", Auth{ReportToken: "r"}, false, []string{refused + "auth.token (or auth.token_file) (was 10.0.0.1:8470)"}},
 		{"both tokens", "0.0.0.0:8470", Auth{Token: "a", ReportToken: "r"}, false, nil},
 		{"token file and report token", "[::]:8470", Auth{TokenFile: tokenFile, ReportToken: "r"}, false, nil},
 		{"allow_unauthenticated", "192.168.1.1:8470", Auth{AllowUnauthenticated: true}, false, nil},
@@ -240,7 +275,7 @@ func TestValidateReportsEverythingAtOnce(t *testing.T) {
 	c.Levels[2].CPUPercent = ptr(150)
 	_, err := c.Validate()
 	want := []string{
-		"health_check_interval: must be > 0 (was 0s)",
+		"health_check_interval: must be >= 10ms (was 0s)",
 		"hysteresis: must be in [0, 1) (was 2)",
 		"log.format: must be one of text, json (was xml)",
 		"levels[2].cpu_percent: must be in (0, 100] (was 150)",
@@ -272,7 +307,7 @@ log: {level: `+"loud"+`}
 func TestAdminToken(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("  from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -24,7 +24,11 @@ func validateCmd(environ []string, stdout io.Writer) *cobra.Command {
 		for _, w := range warnings {
 			fmt.Fprintln(stdout, "warning: "+w)
 		}
-		fmt.Fprintln(stdout, "config OK")
+		if *path == "" {
+			fmt.Fprintln(stdout, "config OK: embedded defaults (no --config given)")
+		} else {
+			fmt.Fprintln(stdout, "config OK: "+*path)
+		}
 		return nil
 	}
 	return cmd

@@ -48,6 +48,7 @@ type Config struct {
 	// BlindHold is how long a warming or failed signal may hold recovery.
 	BlindHold time.Duration `koanf:"blind_hold"`
 	// MaxConnections caps the HTTP connections; 0 means RLIMIT_NOFILE - 64.
+	// Otherwise it is at least MinConnections.
 	MaxConnections int `koanf:"max_connections"`
 	// AllowedHosts are extra Host names served when no admin token is set:
 	// host names or IP addresses, without ports or wildcards.
@@ -63,6 +64,10 @@ type Config struct {
 	// Convert them with [Config.Table].
 	Levels []Level `koanf:"levels"`
 }
+
+// MinConnections is the smallest max_connections other than 0: 32 slots
+// are kept for short requests, and streams and long-polls share the rest.
+const MinConnections = 64
 
 // Signal sources accepted by [SignalSource].
 const (

@@ -103,7 +103,9 @@ func TestValidate(t *testing.T) {
 			[]string{"blind_hold: must be >= 0 (was -1s)"}},
 		{"blind_hold zero", func(c *Config) { c.BlindHold = 0 }, nil},
 		{"max_connections", func(c *Config) { c.MaxConnections = -1 },
-			[]string{"max_connections: must be >= 0 (0: RLIMIT_NOFILE - 64) (was -1)"}},
+			[]string{"max_connections: must be 0 (RLIMIT_NOFILE - 64) or >= 64: 32 are kept for short requests and streams need the rest (was -1)"}},
+		{"max_connections leaving no streams", func(c *Config) { c.MaxConnections = 32 },
+			[]string{"max_connections: must be 0 (RLIMIT_NOFILE - 64) or >= 64: 32 are kept for short requests and streams need the rest (was 32)"}},
 		{"max_connections set", func(c *Config) { c.MaxConnections = 4096 }, nil},
 		{"allowed_hosts", func(c *Config) {
 			c.AllowedHosts = []string{"degraded.internal", "Degraded.Example.COM.", "10.0.0.7", "::1", "gateway_1",

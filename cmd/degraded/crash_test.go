@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,8 +15,10 @@ import (
 )
 
 // TestKillLoop SIGKILLs the daemon at random moments while an operator sets
-// overrides, 50 times: every restart must load the state, keep the last
-// acknowledged override (or a later one) and never move the sequence back.
+// overrides and readers follow the level, 50 times: every restart must load
+// the state, keep the last acknowledged override (or a later one), and
+// publish a sequence above every one a reader saw, so that no sequence (and
+// no ETag) ever names two different states.
 func TestKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill loop skipped in -short mode")
@@ -23,6 +26,7 @@ func TestKillLoop(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, fmt.Sprintf(fastConfig, filepath.Join(dir, "data"), "100ms"))
 	var acked atomic.Int64 // highest override number answered with 200
+	var seen atomic.Uint64 // highest sequence a reader was shown
 	var lastSeq uint64
 	const kills = 50
 	for i := range kills {
@@ -30,6 +34,9 @@ func TestKillLoop(t *testing.T) {
 		doc := d.level(t, "")
 		if doc.Sequence < lastSeq {
 			t.Fatalf("restart %d: sequence %d went back from %d", i, doc.Sequence, lastSeq)
+		}
+		if s := seen.Load(); i > 0 && doc.Sequence <= s {
+			t.Fatalf("restart %d after SIGKILL: sequence %d, but a reader had already seen %d naming another state", i, doc.Sequence, s)
 		}
 		if a := acked.Load(); a > 0 {
 			if doc.Override == nil {
@@ -60,6 +67,9 @@ func TestKillLoop(t *testing.T) {
 				if resp == 200 {
 					acked.Store(n)
 				}
+				if s, err := readSequence(d.url); err == nil {
+					seen.Store(max(seen.Load(), s))
+				}
 			}
 		}()
 		time.Sleep(time.Duration(rand.IntN(40)+5) * time.Millisecond)
@@ -72,6 +82,20 @@ func TestKillLoop(t *testing.T) {
 	if acked.Load() == 0 {
 		t.Fatal("no override was ever acknowledged: the loop tested nothing")
 	}
+}
+
+// readSequence reads the published sequence as any reader would.
+func readSequence(url string) (uint64, error) {
+	resp, err := shortClient.Get(url + "/v1/level")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var doc levelDoc
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return 0, err
+	}
+	return doc.Sequence, nil
 }
 
 func httpPut(url, token, body string) (int, error) {

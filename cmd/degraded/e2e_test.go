@@ -337,7 +337,7 @@ func TestSIGHUPReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLog(t, d, "reload refused")
-	if !strings.Contains(d.logs.String(), "health_check_interval: must be > 0") {
+	if !strings.Contains(d.logs.String(), "health_check_interval: must be >= 10ms") {
 		t.Errorf("the refused reload must log the problem:\n%s", d.logs)
 	}
 	_, metrics := d.request(t, "GET", "/metrics", "", "")

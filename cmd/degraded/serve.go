@@ -35,13 +35,17 @@ func serveCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().String("listen", "", "address to listen on (overrides the config's listen)")
 	reset := cmd.Flags().Bool("reset-state", false, "move an unusable state file aside and start at Normal")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		load := func() (*config.Config, []string, error) {
-			return config.Load(config.LoadOptions{Path: *path, Environ: environ, Flags: cmd.Flags()})
+		load := func(reload bool) (*config.Config, []string, error) {
+			return config.Load(config.LoadOptions{Path: *path, Environ: environ, Flags: cmd.Flags(), Reload: reload})
 		}
 		return serve(cmd.Context(), load, *reset, stdout, stderr)
 	}
 	return cmd
 }
+
+// loader reads the config; reload is true for a reload, where an empty
+// file is an error rather than "the defaults".
+type loader func(reload bool) (*config.Config, []string, error)
 
 // daemon is the wired program: everything serve starts and reload touches.
 type daemon struct {
@@ -53,6 +57,7 @@ type daemon struct {
 	window   *errwindow.Window
 	cfg      atomic.Pointer[config.Config]
 	opts     controller.Options // in force; guarded by reloadMu after start
+	bound    string             // the address the socket is bound to
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
@@ -106,6 +111,7 @@ func controllerOptions(c *config.Config, window controller.ErrorRate, prev *conf
 		MaxOverrideTTL:       c.MaxOverrideTTL,
 		Errors:               window,
 		ErrorWindow:          c.ErrorRateWindow,
+		BlindHold:            c.BlindHold,
 	}
 	// A nil signals.Sampler must stay a nil interface: "off".
 	if cpu != nil {
@@ -125,8 +131,8 @@ func tokensOf(c *config.Config) (*api.Tokens, error) {
 	return &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}, nil
 }
 
-func serve(ctx context.Context, load func() (*config.Config, []string, error), resetState bool, stdout, stderr io.Writer) error {
-	cfg, warnings, err := load()
+func serve(ctx context.Context, load loader, resetState bool, stdout, stderr io.Writer) error {
+	cfg, warnings, err := load(false)
 	if err != nil {
 		return configError(err)
 	}
@@ -182,6 +188,7 @@ func serve(ctx context.Context, load func() (*config.Config, []string, error), r
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	d.bound = ln.Addr().String()
 	if cfg.TLS.Enabled() {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
@@ -333,10 +340,15 @@ func (d *daemon) apply(cfg *config.Config) error {
 // reload re-reads the config and applies it; an invalid config changes
 // nothing. Keys that need a restart are logged when they change. Reloads
 // are serialised.
-func (d *daemon) reload(load func() (*config.Config, []string, error)) error {
+func (d *daemon) reload(load loader) error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	cfg, warnings, err := load()
+	cfg, warnings, err := load(true)
+	if err == nil {
+		// The socket stays where it was bound: the tokens protected mode
+		// asks for are judged against it, not against the file's listen.
+		err = config.CheckProtected(cfg, d.bound)
+	}
 	if err == nil {
 		err = d.apply(cfg)
 	}

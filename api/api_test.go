@@ -80,13 +80,29 @@ func newRig(t testing.TB, d Deps) *rig {
 	return r
 }
 
-// do performs a request against the handler and returns the recorder.
-func (r *rig) do(method, target, body string, hdr ...string) *httptest.ResponseRecorder {
+// testHost is the Host of the rig's requests: a loopback name, as the
+// CLI sends to a daemon on its default address.
+const testHost = "localhost:8470"
+
+// newRequest is httptest.NewRequest sent to testHost.
+func newRequest(method, target, body string) *http.Request {
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.Host = testHost
+	return req
+}
+
+// do performs a request against the handler and returns the recorder.
+// hdr holds name, value pairs; "Host" sets the request's Host.
+func (r *rig) do(method, target, body string, hdr ...string) *httptest.ResponseRecorder {
+	req := newRequest(method, target, body)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
@@ -261,7 +277,7 @@ func TestBadInputs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			req := newRequest(tt.method, tt.path, tt.body)
 			ct := tt.ctype
 			if ct == "" {
 				ct = "application/json"

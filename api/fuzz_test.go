@@ -26,7 +26,7 @@ func FuzzBodies(f *testing.F) {
 		}
 		method := map[string]string{"/v1/outcomes": "POST", "/v1/override": "PUT"}[path]
 		before, _ := r.win.Totals(timeZero)
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req := newRequest(method, path, body)
 		req.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
 		r.h.ServeHTTP(w, req)

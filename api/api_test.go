@@ -54,6 +54,7 @@ func (w *window) Totals(time.Time) (int64, int64) {
 
 type rig struct {
 	c      *controller.Controller
+	m      *Metrics
 	win    *window
 	reg    *prometheus.Registry
 	tokens *atomic.Pointer[Tokens]
@@ -73,7 +74,7 @@ func newRig(t testing.TB, d Deps) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.c = c
+	r.c, r.m = c, m
 	r.tokens.Store(&Tokens{})
 	d.Controller, d.Outcomes, d.Gatherer, d.Metrics, d.Tokens = c, r.win, r.reg, m, r.tokens
 	r.h = NewServer(d)
@@ -263,6 +264,13 @@ func TestBadInputs(t *testing.T) {
 		{"truncated", "POST", "/v1/outcomes", `{"success":1`, "", 400, "not valid JSON"},
 		{"empty object", "POST", "/v1/outcomes", `{}`, "", 400, `"success" and/or "failure"`},
 		{"two values", "POST", "/v1/outcomes", `{"success":1}{"success":1}`, "", 400, "single JSON object"},
+		{"field name case", "POST", "/v1/outcomes", `{"SUCCESS":1}`, "", 400, `unknown field "SUCCESS" (field names are case-sensitive: "success")`},
+		{"duplicated key", "POST", "/v1/outcomes", `{"success":1,"success":2}`, "", 400, `duplicate field "success"`},
+		{"duplicated key, first invalid", "POST", "/v1/outcomes", `{"success":-1,"success":2}`, "", 400, `duplicate field "success"`},
+		{"override field name case", "PUT", "/v1/override", `{"Level":"Major","ttl":"1m","reason":"x"}`, "", 400, `unknown field "Level" (field names are case-sensitive: "level")`},
+		{"override duplicated key", "PUT", "/v1/override", `{"level":"Minor","ttl":"1m","reason":"x","level":"Major"}`, "", 400, `duplicate field "level"`},
+		{"truncated after a key", "POST", "/v1/outcomes", `{"success":`, "", 400, "not valid JSON"},
+		{"whitespace only", "POST", "/v1/outcomes", "  \n", "", 400, "body is empty"},
 		{"content type", "POST", "/v1/outcomes", `{"success":1}`, "text/plain", 415, "application/json"},
 		{"too large", "POST", "/v1/outcomes", big, "", 413, "larger than 65536 bytes"},
 		{"override unknown level", "PUT", "/v1/override", `{"level":"Panic","mode":"pin","ttl":"1m","reason":"x"}`, "", 400, `unknown level "Panic"`},

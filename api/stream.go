@@ -47,6 +47,7 @@ func (s *server) handleStream() http.HandlerFunc {
 		defer s.Metrics.subscribed(-1)
 		if reason := s.stream(w, r); reason != "" {
 			s.Metrics.sseDropped(reason)
+			s.Logger.Debug("SSE subscriber dropped", "reason", reason, "remote_addr", r.RemoteAddr)
 		}
 	}
 }

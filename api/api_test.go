@@ -54,6 +54,7 @@ func (w *window) Totals(time.Time) (int64, int64) {
 
 type rig struct {
 	c      *controller.Controller
+	m      *Metrics
 	win    *window
 	reg    *prometheus.Registry
 	tokens *atomic.Pointer[Tokens]
@@ -73,20 +74,36 @@ func newRig(t testing.TB, d Deps) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.c = c
+	r.c, r.m = c, m
 	r.tokens.Store(&Tokens{})
 	d.Controller, d.Outcomes, d.Gatherer, d.Metrics, d.Tokens = c, r.win, r.reg, m, r.tokens
 	r.h = NewServer(d)
 	return r
 }
 
-// do performs a request against the handler and returns the recorder.
-func (r *rig) do(method, target, body string, hdr ...string) *httptest.ResponseRecorder {
+// testHost is the Host of the rig's requests: a loopback name, as the
+// CLI sends to a daemon on its default address.
+const testHost = "localhost:8470"
+
+// newRequest is httptest.NewRequest sent to testHost.
+func newRequest(method, target, body string) *http.Request {
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.Host = testHost
+	return req
+}
+
+// do performs a request against the handler and returns the recorder.
+// hdr holds name, value pairs; "Host" sets the request's Host.
+func (r *rig) do(method, target, body string, hdr ...string) *httptest.ResponseRecorder {
+	req := newRequest(method, target, body)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
@@ -247,6 +264,13 @@ func TestBadInputs(t *testing.T) {
 		{"truncated", "POST", "/v1/outcomes", `{"success":1`, "", 400, "not valid JSON"},
 		{"empty object", "POST", "/v1/outcomes", `{}`, "", 400, `"success" and/or "failure"`},
 		{"two values", "POST", "/v1/outcomes", `{"success":1}{"success":1}`, "", 400, "single JSON object"},
+		{"field name case", "POST", "/v1/outcomes", `{"SUCCESS":1}`, "", 400, `unknown field "SUCCESS" (field names are case-sensitive: "success")`},
+		{"duplicated key", "POST", "/v1/outcomes", `{"success":1,"success":2}`, "", 400, `duplicate field "success"`},
+		{"duplicated key, first invalid", "POST", "/v1/outcomes", `{"success":-1,"success":2}`, "", 400, `duplicate field "success"`},
+		{"override field name case", "PUT", "/v1/override", `{"Level":"Major","ttl":"1m","reason":"x"}`, "", 400, `unknown field "Level" (field names are case-sensitive: "level")`},
+		{"override duplicated key", "PUT", "/v1/override", `{"level":"Minor","ttl":"1m","reason":"x","level":"Major"}`, "", 400, `duplicate field "level"`},
+		{"truncated after a key", "POST", "/v1/outcomes", `{"success":`, "", 400, "not valid JSON"},
+		{"whitespace only", "POST", "/v1/outcomes", "  \n", "", 400, "body is empty"},
 		{"content type", "POST", "/v1/outcomes", `{"success":1}`, "text/plain", 415, "application/json"},
 		{"too large", "POST", "/v1/outcomes", big, "", 413, "larger than 65536 bytes"},
 		{"override unknown level", "PUT", "/v1/override", `{"level":"Panic","mode":"pin","ttl":"1m","reason":"x"}`, "", 400, `unknown level "Panic"`},
@@ -261,7 +285,7 @@ func TestBadInputs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			req := newRequest(tt.method, tt.path, tt.body)
 			ct := tt.ctype
 			if ct == "" {
 				ct = "application/json"

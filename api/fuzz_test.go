@@ -15,6 +15,7 @@ func FuzzBodies(f *testing.F) {
 	for _, s := range []string{
 		`{"success":950,"failure":50}`, `{"success":-1}`, `{"failure":1e9}`, `{"success":1.0}`,
 		`{"level":"Major","mode":"pin","ttl":"15m","reason":"INC-42"}`, `{"ttl":"-1s"}`, `[]`, `null`, `{"a":` + strings.Repeat("[", 1000),
+		`{"SUCCESS":1}`, `{"success":1,"success":2}`, `{"Level":"Major","ttl":"1m","reason":"x"}`, `{"reason":"a","reason":"b"}`,
 	} {
 		f.Add("/v1/outcomes", s)
 		f.Add("/v1/override", s)
@@ -26,7 +27,7 @@ func FuzzBodies(f *testing.F) {
 		}
 		method := map[string]string{"/v1/outcomes": "POST", "/v1/override": "PUT"}[path]
 		before, _ := r.win.Totals(timeZero)
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req := newRequest(method, path, body)
 		req.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
 		r.h.ServeHTTP(w, req)

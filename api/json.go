@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,24 +42,136 @@ type httpError struct {
 func (e *httpError) Error() string { return e.msg }
 
 // decode reads a strict JSON body into v: application/json only, at most
-// maxBody bytes, no unknown fields, exactly one value.
+// maxBody bytes, exactly one value, field names spelled exactly as
+// documented (no case folding), no unknown fields and no key twice. A
+// request without a body skips the Content-Type check and is told its body
+// is empty.
 func decode(w http.ResponseWriter, r *http.Request, v any) *httpError {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return &httpError{http.StatusUnsupportedMediaType, "Content-Type must be application/json"}
+	if r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			return &httpError{http.StatusUnsupportedMediaType, "Content-Type must be application/json"}
+		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return decodeError(err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return decodeError(io.EOF)
+	}
+	keys := json.NewDecoder(bytes.NewReader(data))
+	if err := checkKeys(keys, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	if _, err := keys.Token(); !errors.Is(err, io.EOF) {
+		return &httpError{http.StatusBadRequest, "body must hold a single JSON object"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if mbe := new(http.MaxBytesError); errors.As(err, &mbe) {
-			return decodeError(err)
+	return nil
+}
+
+// checkKeys reads one JSON value from dec and refuses a key that appears
+// twice in one object, or that names no field of t exactly (encoding/json
+// would match it case-insensitively). t may be nil where the shape is not
+// known; type mismatches are left to the decoder.
+func checkKeys(dec *json.Decoder, t reflect.Type) *httpError {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return syntaxError(err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return syntaxError(err)
+			}
+			key := tok.(string) // an object's keys are strings
+			if seen[key] {
+				return &httpError{http.StatusBadRequest, fmt.Sprintf("duplicate field %q", key)}
+			}
+			seen[key] = true
+			var elem reflect.Type
+			switch {
+			case t == nil:
+			case t.Kind() == reflect.Struct:
+				f, ok := fieldByJSONName(t, key)
+				if !ok {
+					return unknownField(t, key)
+				}
+				elem = f
+			case t.Kind() == reflect.Map:
+				elem = t.Elem()
+			}
+			if err := checkKeys(dec, elem); err != nil {
+				return err
+			}
 		}
-		return &httpError{http.StatusBadRequest, "body must hold a single JSON object"}
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for dec.More() {
+			if err := checkKeys(dec, elem); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil // a scalar
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return syntaxError(err)
 	}
 	return nil
+}
+
+// syntaxError maps an error of json.Decoder.Token; an input that ends
+// inside a value is not valid JSON.
+func syntaxError(err error) *httpError {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return decodeError(err)
+}
+
+// fieldByJSONName finds the field of struct t whose JSON name is exactly name.
+func fieldByJSONName(t reflect.Type, name string) (reflect.Type, bool) {
+	for f := range t.Fields() {
+		if n := jsonName(f); n != "-" && f.IsExported() && n == name {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+func jsonName(f reflect.StructField) string {
+	tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if tag == "" {
+		return f.Name
+	}
+	return tag
+}
+
+// unknownField names key and, when it differs only in case from a field,
+// the field's spelling.
+func unknownField(t reflect.Type, key string) *httpError {
+	msg := fmt.Sprintf("unknown field %q", key)
+	for f := range t.Fields() {
+		if n := jsonName(f); n != "-" && strings.EqualFold(n, key) {
+			msg += fmt.Sprintf(" (field names are case-sensitive: %q)", n)
+		}
+	}
+	return &httpError{http.StatusBadRequest, msg}
 }
 
 func decodeError(err error) *httpError {

@@ -16,9 +16,27 @@ import (
 // only change with the sequence, not the signals.
 func etag(st *controller.State) string { return fmt.Sprintf(`W/"%d"`, st.Sequence) }
 
+// levelDocument is the state document with the reports seen, which are
+// outside sequence coverage: they never change the ETag.
+type levelDocument struct {
+	*controller.State
+	Reports reports `json:"reports"`
+}
+
+// reports says whether outcome reports arrive: refused ones, for their
+// token, and the error window's live totals.
+type reports struct {
+	RefusedTotal   int64      `json:"refused_total"`
+	LastRefusedAt  *time.Time `json:"last_refused_at"`
+	WindowAttempts int64      `json:"window_attempts"`
+	WindowFailures int64      `json:"window_failures"`
+}
+
 // handleLevel serves the state document. With ?wait=D&after=N it waits until
-// the sequence passes N or D ends (at most maxWait), then answers either way.
-func handleLevel(c Controller, maxWait time.Duration) http.HandlerFunc {
+// the sequence passes N or D ends (at most MaxWait), then answers either way.
+// A waiting long-poll takes a stream slot (503 when none is left).
+func (s *server) handleLevel() http.HandlerFunc {
+	c := s.Controller
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if q.Has("wait") || q.Has("after") {
@@ -32,7 +50,14 @@ func handleLevel(c Controller, maxWait time.Duration) http.HandlerFunc {
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("after must be a sequence number (was %q)", q.Get("after")))
 				return
 			}
-			waitFor(r.Context(), c, after, min(wait, maxWait))
+			if wait > 0 && c.State().Sequence <= after {
+				if !s.acquireStream() {
+					writeError(w, http.StatusServiceUnavailable, s.streamLimitMessage())
+					return
+				}
+				waitFor(r.Context(), s.Shutdown, c, after, min(wait, s.MaxWait))
+				s.streams.Add(-1)
+			}
 		}
 		st := c.State()
 		tag := etag(st)
@@ -42,12 +67,30 @@ func handleLevel(c Controller, maxWait time.Duration) http.HandlerFunc {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		writeJSON(w, http.StatusOK, st)
+		doc := levelDocument{State: st}
+		doc.Reports.RefusedTotal, doc.Reports.LastRefusedAt = s.refusals.get(routeOutcomes)
+		doc.Reports.WindowAttempts, doc.Reports.WindowFailures = s.Outcomes.Totals(time.Now())
+		writeJSON(w, http.StatusOK, doc)
 	}
 }
 
-// waitFor returns once the sequence passes after, d elapses or ctx ends.
-func waitFor(ctx context.Context, c Controller, after uint64, d time.Duration) {
+// acquireStream takes one of MaxStreams slots for a stream or long-poll;
+// the caller gives it back with s.streams.Add(-1).
+func (s *server) acquireStream() bool {
+	if n := s.streams.Add(1); s.MaxStreams > 0 && n > int64(s.MaxStreams) {
+		s.streams.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (s *server) streamLimitMessage() string {
+	return fmt.Sprintf("stream limit of %d reached (SSE streams and long-polls together, max_connections - 32); retry later or poll without wait", s.MaxStreams)
+}
+
+// waitFor returns once the sequence passes after, d elapses, ctx ends or
+// shutdown is closed.
+func waitFor(ctx context.Context, shutdown <-chan struct{}, c Controller, after uint64, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
@@ -60,6 +103,8 @@ func waitFor(ctx context.Context, c Controller, after uint64, d time.Duration) {
 		case <-timer.C:
 			return
 		case <-ctx.Done():
+			return
+		case <-shutdown:
 			return
 		}
 	}

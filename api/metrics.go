@@ -19,6 +19,10 @@ type Metrics struct {
 	recommended     prometheus.Gauge
 	threshold       prometheus.Gauge
 	transitions     *prometheus.CounterVec
+	levelChanges    *prometheus.CounterVec
+	sseDrops        *prometheus.CounterVec
+	authFailures    *prometheus.CounterVec
+	blind           prometheus.Gauge
 	cpu             prometheus.Gauge
 	memory          prometheus.Gauge
 	errorRate       prometheus.Gauge
@@ -54,6 +58,10 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		recommended:    g("recommended_level", "Index of the level the signals recommend at the last health check."),
 		threshold:      g("priority_threshold", "Lowest priority admitted at the published level."),
 		transitions:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "level_transitions_total", Help: "Changes of the published level."}, []string{"from", "to", "source"}),
+		levelChanges:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "level_changes_total", Help: "Changes of the published level, by the source that made them; exported at 0 from the start."}, []string{"source"}),
+		sseDrops:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "sse_dropped_total", Help: "SSE subscribers dropped or refused: write_timeout, write_error, limit (refused at the cap), shutdown."}, []string{"reason"}),
+		authFailures:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "auth_failures_total", Help: "Requests refused for a missing or wrong bearer token, by route."}, []string{"route"}),
+		blind:          g("blind", "1 while the daemon sees no signal at all, so it cannot step down by itself."),
 		cpu:            g("signal_cpu_percent", "CPU use at the last health check, percent (NaN when unavailable)."),
 		memory:         g("signal_memory_percent", "Memory use at the last health check, percent (NaN when unavailable)."),
 		errorRate:      g("signal_error_rate_percent", "Error rate over the window at the last health check, percent (NaN when unavailable)."),
@@ -70,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
 		levelNames:      append([]string(nil), levelNames...),
 	}
-	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.cpu, m.memory, m.errorRate,
+	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.cpu, m.memory, m.errorRate,
 		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
@@ -80,6 +88,15 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 	}
 	for _, n := range levelNames {
 		m.levelInfo.WithLabelValues(n).Set(0)
+	}
+	for _, src := range changeSources {
+		m.levelChanges.WithLabelValues(src)
+	}
+	for _, r := range dropReasons {
+		m.sseDrops.WithLabelValues(r)
+	}
+	for _, r := range authRoutes {
+		m.authFailures.WithLabelValues(r)
 	}
 	m.reloadOK.Set(1)
 	m.reloadTimestamp.Set(float64(time.Now().Unix()))
@@ -119,12 +136,31 @@ func (m *Metrics) Published(s *controller.State) {
 	m.errorRate.Set(orNaN(s.Signals.ErrorRatePercent))
 }
 
-// Transition counts a change of the published level.
+// changeSources are the sources of level_changes_total, exported at 0
+// from the start so that increase() sees the first change after a start.
+var changeSources = []string{"auto", "override", "fleet", "config", "restart"}
+
+// Transition counts a change of the published level, in
+// level_transitions_total{from,to,source} and level_changes_total{source}.
 func (m *Metrics) Transition(from, to, source string) {
 	if m == nil {
 		return
 	}
 	m.transitions.WithLabelValues(from, to, source).Inc()
+	m.levelChanges.WithLabelValues(source).Inc()
+}
+
+// Blind sets degraded_blind: 1 while the daemon sees no signal at all, so
+// it cannot step down by itself.
+func (m *Metrics) Blind(blind bool) {
+	if m == nil {
+		return
+	}
+	if blind {
+		m.blind.Set(1)
+	} else {
+		m.blind.Set(0)
+	}
 }
 
 // HealthCheck records a health check's duration and failed samples.
@@ -192,6 +228,18 @@ func (m *Metrics) outcomes(success, failure int64) {
 	}
 	m.successes.Add(float64(success))
 	m.failures.Add(float64(failure))
+}
+
+func (m *Metrics) sseDropped(reason string) {
+	if m != nil {
+		m.sseDrops.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) authFailed(route string) {
+	if m != nil {
+		m.authFailures.WithLabelValues(route).Inc()
+	}
 }
 
 func (m *Metrics) subscribed(delta float64) {

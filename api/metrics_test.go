@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/degraded/degraded/controller"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -89,5 +90,51 @@ degraded_override_active 1
 	}
 	if !strings.Contains(r.do("GET", "/metrics", "").Body.String(), `degraded_level_transitions_total{from="Major",source="override",to="Minor"} 1`) {
 		t.Error("an override's level change must count as a transition with source override")
+	}
+}
+
+// TestCountersExportedAtZero: a counter whose labels are known at start
+// is exported at 0 for each of them, so that increase() and the alerts see
+// its first event.
+func TestCountersExportedAtZero(t *testing.T) {
+	r := newRig(t, Deps{})
+	body := r.do("GET", "/metrics", "").Body.String()
+	var want []string
+	for _, s := range []string{"auto", "override", "fleet", "config", "restart"} {
+		want = append(want, `degraded_level_changes_total{source="`+s+`"} 0`)
+	}
+	for _, s := range []string{"write_timeout", "write_error", "limit", "shutdown"} {
+		want = append(want, `degraded_sse_dropped_total{reason="`+s+`"} 0`)
+	}
+	for _, s := range []string{"outcomes", "signals", "override", "fleet_override", "reload"} {
+		want = append(want, `degraded_auth_failures_total{route="`+s+`"} 0`)
+	}
+	want = append(want, "degraded_blind 0")
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("/metrics at start lacks %q", w)
+		}
+	}
+}
+
+// TestLevelChangesCounted: every change of the published level counts in
+// level_changes_total{source}, beside level_transitions_total.
+func TestLevelChangesCounted(t *testing.T) {
+	r := newRig(t, Deps{})
+	r.fail(t, 85, 15) // Normal -> Major, auto
+	if _, err := r.c.SetOverride(controller.OverrideRequest{Level: "Minor", Mode: controller.ModePin, TTL: time.Minute, Reason: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.SetOverride(controller.OverrideRequest{Level: "Minor", Mode: controller.ModePin, TTL: 2 * time.Minute, Reason: "y"}); err != nil {
+		t.Fatal(err) // the same level: not a level change
+	}
+	for src, want := range map[string]float64{"auto": 1, "override": 1, "fleet": 0, "config": 0, "restart": 0} {
+		if got := testutil.ToFloat64(r.m.levelChanges.WithLabelValues(src)); got != want {
+			t.Errorf(`level_changes_total{source=%q} = %v, want %v`, src, got, want)
+		}
+	}
+	r.m.Blind(true)
+	if got := gaugeValue(t, r, "degraded_blind"); got != 1 {
+		t.Errorf("degraded_blind = %v after Blind(true), want 1", got)
 	}
 }

@@ -103,6 +103,10 @@ func (c *contract) do(t *testing.T, client *http.Client, url string, ex exchange
 			r.Header.Set(ex.header[i], ex.header[i+1])
 		}
 	}
+	if h := req.Header.Get("Host"); h != "" { // the server's Host; vreq stays routable
+		req.Host = h
+		req.Header.Del("Host")
+	}
 	route, params, routeErr := c.router.FindRoute(vreq)
 
 	resp, err := client.Do(req)
@@ -131,13 +135,14 @@ func (c *contract) do(t *testing.T, client *http.Client, url string, ex exchange
 	}
 
 	if routeErr != nil {
-		// Unknown paths and methods are described once, in components.
-		name := map[int]string{http.StatusNotFound: "NotFound", http.StatusMethodNotAllowed: "MethodNotAllowed"}[resp.StatusCode]
-		if name == "" || !errors.Is(routeErr, map[int]error{404: routers.ErrPathNotFound, 405: routers.ErrMethodNotAllowed}[resp.StatusCode]) {
+		// Unknown paths and methods are described in info.description: an
+		// Error body, and for 405 an Allow header.
+		want := map[int]error{http.StatusNotFound: routers.ErrPathNotFound, http.StatusMethodNotAllowed: routers.ErrMethodNotAllowed}[resp.StatusCode]
+		if want == nil || !errors.Is(routeErr, want) {
 			t.Fatalf("%s %s: the document has no route (%v), yet the server answered %d", ex.method, ex.target, routeErr, resp.StatusCode)
 		}
-		c.saw("components.responses."+name, resp.StatusCode)
-		c.checkComponent(t, name, resp, body)
+		c.saw("unlisted", resp.StatusCode)
+		c.checkUnlisted(t, resp, body)
 		return resp
 	}
 
@@ -198,25 +203,23 @@ func (c *contract) do(t *testing.T, client *http.Client, url string, ex exchange
 	return resp
 }
 
-// checkComponent validates a response described in components.responses.
-func (c *contract) checkComponent(t *testing.T, name string, resp *http.Response, body []byte) {
+// checkUnlisted validates a 404 or 405 for a path or method the document
+// does not list: an Error body, and for 405 the methods in Allow.
+func (c *contract) checkUnlisted(t *testing.T, resp *http.Response, body []byte) {
 	t.Helper()
-	ref := c.doc.Components.Responses[name]
-	if ref == nil {
-		t.Fatalf("components.responses.%s is missing", name)
-	}
-	media := ref.Value.Content.Get(resp.Header.Get("Content-Type"))
-	if media == nil {
-		t.Fatalf("%s: Content-Type %q is not documented", name, resp.Header.Get("Content-Type"))
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%d: Content-Type %q, want application/json", resp.StatusCode, ct)
 	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
-		t.Fatalf("%s: body %q: %v", name, body, err)
+		t.Fatalf("%d: body %q: %v", resp.StatusCode, body, err)
 	}
-	if err := media.Schema.Value.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.VisitAsResponse()); err != nil {
-		t.Errorf("%s: body %s does not match the document: %v", name, body, err)
+	if err := c.doc.Components.Schemas["Error"].Value.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.VisitAsResponse()); err != nil {
+		t.Errorf("%d: body %s is not an Error: %v", resp.StatusCode, body, err)
 	}
-	checkRequiredHeaders(t, ref.Value, resp.Header)
+	if resp.StatusCode == http.StatusMethodNotAllowed && resp.Header.Get("Allow") == "" {
+		t.Error("405 without Allow")
+	}
 }
 
 func checkRequiredHeaders(t *testing.T, r *openapi3.Response, h http.Header) {
@@ -256,9 +259,9 @@ func (c *contract) checkCoverage(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"NotFound", "MethodNotAllowed"} {
-		if len(c.seen["components.responses."+name]) == 0 {
-			t.Errorf("components.responses.%s: no exchange produced it", name)
+	for _, status := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
+		if !c.seen["unlisted"][status] {
+			t.Errorf("info.description promises %d for unlisted paths and methods, but no exchange produced it", status)
 		}
 	}
 }
@@ -282,7 +285,7 @@ func TestOpenAPI(t *testing.T) {
 	c := loadContract(t)
 
 	var badConfig atomic.Bool
-	r := newRig(t, Deps{MaxSubscribers: 1, Heartbeat: time.Hour, Reload: func() error {
+	r := newRig(t, Deps{MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
 		if badConfig.Load() {
 			return errBadConfig
 		}
@@ -432,8 +435,38 @@ func TestOpenAPI(t *testing.T) {
 	badConfig.Store(true)
 	run(exchange{name: "reload of an invalid config", method: "POST", target: "/-/reload", header: admin, want: 400})
 
-	// The subscriber limit: MaxSubscribers is 1 and one stream is open.
-	run(exchange{name: "stream over the subscriber limit", method: "GET", target: "/v1/level/stream", want: 503})
+	// The subscriber limit and the stream cap: MaxSubscribers and
+	// MaxStreams are 1 and one stream is open.
+	run(
+		exchange{name: "stream over the subscriber limit", method: "GET", target: "/v1/level/stream", want: 503},
+		exchange{name: "long-poll over the stream cap", method: "GET", target: "/v1/level?wait=1s&after=999", want: 503},
+		exchange{name: "long-poll that need not wait", method: "GET", target: "/v1/level?wait=1s&after=0", want: 200},
+	)
+
+	// Browser safety: a change from another origin is 403, token or not.
+	evil := []string{"Origin", "https://evil.example"}
+	run(
+		exchange{name: "cross-site outcomes", method: "POST", target: "/v1/outcomes", body: `{"success":1}`, header: append(evil, report...), want: 403, spec: specSilent},
+		exchange{name: "cross-site override", method: "PUT", target: "/v1/override", body: override, header: append(evil, admin...), want: 403, spec: specSilent},
+		exchange{name: "cross-site clear", method: "DELETE", target: "/v1/override", header: append(evil, admin...), want: 403, spec: specSilent},
+		exchange{name: "Origin null reload", method: "POST", target: "/-/reload", header: append([]string{"Origin", "null"}, admin...), want: 403, spec: specSilent},
+	)
+
+	// Without an admin token, a Host that is not loopback, the listen host
+	// or allowed is 421 on every operation (DNS rebinding).
+	open := newRig(t, Deps{Reload: func() error { return nil }})
+	openSrv := httptest.NewServer(open.h)
+	defer openSrv.Close()
+	for path, item := range c.doc.Paths.Map() {
+		for method := range item.Operations() {
+			ex := exchange{name: "rebound " + method + " " + path, method: method, target: path, header: []string{"Host", "rebind.evil.example:8470"}, want: 421, spec: specSilent}
+			if method == http.MethodPut || method == http.MethodPost {
+				ex.body = "{}"
+			}
+			t.Run(ex.name, func(t *testing.T) { c.do(t, openSrv.Client(), openSrv.URL, ex) })
+		}
+	}
+	openSrv.Client().CloseIdleConnections()
 
 	// A state file that cannot be written: the change is in force but 500.
 	ctrl, err := controller.New(controller.Options{Table: testTable(t), Store: failingStore{new(atomic.Bool)}})

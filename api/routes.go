@@ -11,6 +11,7 @@ import (
 // routes is the one place every endpoint is registered.
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
+	r.Use(s.browserSafety)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
@@ -24,19 +25,19 @@ func (s *server) routes() http.Handler {
 	r.Get("/readyz", handleReadyz(s.Controller))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}))
 
-	r.Get("/v1/level", handleLevel(s.Controller, s.MaxWait))
+	r.Get("/v1/level", s.handleLevel())
 	r.Get("/v1/level/stream", s.handleStream())
 	r.Get("/v1/admit", handleAdmit(s.Controller))
 	r.Get("/v1/levels", handleLevels(s.Controller))
 	r.Get("/v1/history", handleHistory(s.Controller))
 	r.Get("/v1/samples", handleSamples(s.Controller))
-	r.With(s.requireToken(reportToken)).Post("/v1/outcomes", handleOutcomes(s.Outcomes, s.Metrics))
+	r.With(s.requireToken(reportToken, routeOutcomes)).Post("/v1/outcomes", handleOutcomes(s.Outcomes, s.Metrics))
 
 	r.Get("/v1/override", handleGetOverride(s.Controller))
-	r.With(s.requireToken(adminToken)).Put("/v1/override", handleSetOverride(s.Controller))
-	r.With(s.requireToken(adminToken)).Delete("/v1/override", handleClearOverride(s.Controller))
+	r.With(s.requireToken(adminToken, routeOverride)).Put("/v1/override", handleSetOverride(s.Controller))
+	r.With(s.requireToken(adminToken, routeOverride)).Delete("/v1/override", handleClearOverride(s.Controller))
 	if s.Reload != nil {
-		r.With(s.requireToken(adminToken)).Post("/-/reload", handleReload(s.Reload, s.Logger))
+		r.With(s.requireToken(adminToken, routeReload)).Post("/-/reload", handleReload(s.Reload, s.Logger))
 	}
 	return r
 }

@@ -24,9 +24,11 @@ type Controller interface {
 	ClearOverride() (*controller.State, error)
 }
 
-// Outcomes is the error window that POST /v1/outcomes feeds.
+// Outcomes is the error window that POST /v1/outcomes feeds and whose live
+// totals GET /v1/level shows under "reports".
 type Outcomes interface {
 	Record(now time.Time, success, failure int64)
+	Totals(now time.Time) (attempts, failures int64)
 }
 
 // Tokens are the bearer tokens in force; an empty token leaves its
@@ -54,10 +56,30 @@ type Deps struct {
 	Metrics *Metrics
 	// Heartbeat is the SSE ping period (default 15s).
 	Heartbeat time.Duration
-	// MaxSubscribers bounds concurrent SSE streams (default 20000).
+	// MaxSubscribers bounds concurrent SSE streams (default 20000). It is
+	// lowered to MaxStreams when above it.
 	MaxSubscribers int
+	// MaxStreams bounds SSE streams and waiting long-polls together
+	// (sse.max_subscribers aside); beyond it they are 503. Set it to
+	// StreamLimit(max_connections) so that short requests always find a
+	// connection. 0 means no bound besides MaxSubscribers.
+	MaxStreams int
+	// WriteTimeout is how long one write to an SSE stream may block before
+	// the subscriber is dropped (sse.write_timeout, default 10s).
+	WriteTimeout time.Duration
 	// MaxWait bounds long-poll waits (default 60s).
 	MaxWait time.Duration
+	// Shutdown, when closed, ends every stream and long-poll; streams so
+	// ended count as sse_dropped_total{reason="shutdown"}. nil never closes.
+	Shutdown <-chan struct{}
+	// ListenHost is the host part of the listen address. Without an admin
+	// token, Host headers naming it are served (see AllowedHosts).
+	ListenHost string
+	// AllowedHosts returns the host names (no ports, no wildcards) served
+	// without an admin token besides loopback names and ListenHost. It is
+	// called on each such request, so a reload applies at once; nil allows
+	// none.
+	AllowedHosts func() []string
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -65,22 +87,31 @@ type Deps struct {
 type server struct {
 	Deps
 	subscribers atomic.Int64
+	streams     atomic.Int64                 // SSE streams and waiting long-polls
 	lastLevel   atomic.Pointer[encodedLevel] // shared encoding of the latest level event
+	refusals    refusals
 }
 
 // NewServer returns the daemon's HTTP handler.
 func NewServer(d Deps) http.Handler {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
 	if d.Heartbeat <= 0 {
 		d.Heartbeat = 15 * time.Second
 	}
 	if d.MaxSubscribers <= 0 {
 		d.MaxSubscribers = 20000
 	}
+	if d.MaxStreams > 0 && d.MaxSubscribers > d.MaxStreams {
+		d.Logger.Warn("sse.max_subscribers lowered to the stream cap, max_connections - 32", "max_subscribers", d.MaxSubscribers, "lowered_to", d.MaxStreams)
+		d.MaxSubscribers = d.MaxStreams
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = 10 * time.Second
+	}
 	if d.MaxWait <= 0 {
 		d.MaxWait = 60 * time.Second
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.Tokens == nil {
 		d.Tokens = new(atomic.Pointer[Tokens])

@@ -3,76 +3,136 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/degraded/degraded/controller"
 )
 
+// Reasons a stream ends that sse_dropped_total{reason} counts.
+const (
+	dropWriteTimeout = "write_timeout"
+	dropWriteError   = "write_error"
+	dropLimit        = "limit"
+	dropShutdown     = "shutdown"
+)
+
+var dropReasons = []string{dropWriteTimeout, dropWriteError, dropLimit, dropShutdown}
+
 // handleStream serves the level as Server-Sent Events: the current state on
 // connect, then one event per change, a ping every heartbeat and, with
 // ?samples=1, the signals after every health check. Each subscriber reads
 // the latest snapshot when woken, so a slow one skips intermediate states
-// and holds no queue.
+// and holds no queue; one whose write blocks for WriteTimeout is dropped.
 func (s *server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.subscribers.Add(1) > int64(s.MaxSubscribers) {
 			s.subscribers.Add(-1)
+			s.Metrics.sseDropped(dropLimit)
 			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("subscriber limit of %d reached", s.MaxSubscribers))
 			return
 		}
+		defer s.subscribers.Add(-1)
+		if !s.acquireStream() {
+			s.Metrics.sseDropped(dropLimit)
+			writeError(w, http.StatusServiceUnavailable, s.streamLimitMessage())
+			return
+		}
+		defer s.streams.Add(-1)
 		s.Metrics.subscribed(1)
-		defer func() {
-			s.subscribers.Add(-1)
-			s.Metrics.subscribed(-1)
-		}()
-		samples := r.URL.Query().Get("samples") == "1"
+		defer s.Metrics.subscribed(-1)
+		if reason := s.stream(w, r); reason != "" {
+			s.Metrics.sseDropped(reason)
+			s.Logger.Debug("SSE subscriber dropped", "reason", reason, "remote_addr", r.RemoteAddr)
+		}
+	}
+}
 
-		rc := http.NewResponseController(w)
-		_ = rc.SetWriteDeadline(time.Time{}) // streams outlive the server's write timeout
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
+// stream writes events until the subscriber leaves (""), or the stream
+// ends for a reason sse_dropped_total counts.
+func (s *server) stream(w http.ResponseWriter, r *http.Request) (dropped string) {
+	samples := r.URL.Query().Get("samples") == "1"
+	rc := http.NewResponseController(w)
+	// write runs one batch of writes and the flush under a fresh deadline.
+	write := func(batch func() error) string {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
+		err := batch()
+		if err == nil {
+			err = rc.Flush()
+		}
+		switch {
+		case err == nil:
+			return ""
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return dropWriteTimeout
+		default:
+			return dropWriteError
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 
-		c := s.Controller
-		levelCh, sampleCh := c.LevelChanged(), c.Sampled()
-		st := c.State()
-		last := st.Sequence
+	c := s.Controller
+	levelCh, sampleCh := c.LevelChanged(), c.Sampled()
+	st := c.State()
+	last := st.Sequence
+	if reason := write(func() error {
 		if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil {
-			return
+			return err
 		}
-		if s.writeLevel(w, st) != nil || rc.Flush() != nil {
-			return
+		return s.writeLevel(w, st)
+	}); reason != "" {
+		return reason
+	}
+	ping := time.NewTicker(s.Heartbeat)
+	defer ping.Stop()
+	for {
+		pinged := false
+		select {
+		case <-r.Context().Done():
+			if isClosed(s.Shutdown) {
+				return dropShutdown
+			}
+			return ""
+		case <-s.Shutdown:
+			return dropShutdown
+		case <-ping.C:
+			pinged = true
+		case <-levelCh:
+		case <-sampleCh:
 		}
-		ping := time.NewTicker(s.Heartbeat)
-		defer ping.Stop()
-		for {
-			var err error
-			select {
-			case <-r.Context().Done():
-				return
-			case <-ping.C:
-				_, err = io.WriteString(w, ": ping\n\n")
-			case <-levelCh:
-			case <-sampleCh:
+		sampled := isClosed(sampleCh)
+		levelCh, sampleCh = c.LevelChanged(), c.Sampled()
+		st := c.State()
+		changed := st.Sequence != last
+		last = st.Sequence
+		if !pinged && !changed && !(samples && sampled) {
+			continue
+		}
+		if reason := write(func() error {
+			if pinged {
+				if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+					return err
+				}
 			}
-			sampled := isClosed(sampleCh)
-			levelCh, sampleCh = c.LevelChanged(), c.Sampled()
-			st := c.State()
-			if err == nil && st.Sequence != last {
-				last = st.Sequence
-				err = s.writeLevel(w, st)
+			if changed {
+				if err := s.writeLevel(w, st); err != nil {
+					return err
+				}
 			}
-			if err == nil && samples && sampled {
-				err = writeEvent(w, "sample", st.Sequence, st.Signals)
+			if samples && sampled {
+				return writeEvent(w, "sample", st.Sequence, st.Signals)
 			}
-			if err != nil || rc.Flush() != nil {
-				return
-			}
+			return nil
+		}); reason != "" {
+			return reason
 		}
 	}
 }

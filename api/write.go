@@ -1,13 +1,10 @@
 package api
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/degraded/degraded/controller"
@@ -124,50 +121,4 @@ func handleReload(reload func() error, log *slog.Logger) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
 	}
-}
-
-type tokenKind int
-
-const (
-	adminToken tokenKind = iota
-	reportToken
-)
-
-// requireToken checks the bearer token of the given kind in constant time;
-// an empty configured token leaves the endpoint open.
-func (s *server) requireToken(kind tokenKind) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tokens := s.Tokens.Load()
-			want := tokens.Admin
-			if kind == reportToken {
-				want = tokens.Report
-			}
-			if want != "" {
-				got, ok := bearer(r)
-				if !ok || !tokenEqual(got, want) {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="degraded"`)
-					writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-					return
-				}
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-}
-
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	const prefix = "Bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return "", false
-	}
-	return h[len(prefix):], true
-}
-
-// tokenEqual compares in constant time, hashing first so that not even the
-// length of the configured token leaks.
-func tokenEqual(got, want string) bool {
-	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
-	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }

@@ -1,0 +1,139 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+type tokenKind int
+
+const (
+	adminToken tokenKind = iota
+	reportToken
+)
+
+// Routes as auth_failures_total{route} names them. Routes this build does
+// not serve are still exported at 0, so dashboards and alerts are the same
+// for every daemon.
+const (
+	routeOutcomes      = "outcomes"
+	routeSignals       = "signals"
+	routeOverride      = "override"
+	routeFleetOverride = "fleet_override"
+	routeReload        = "reload"
+)
+
+var authRoutes = []string{routeOutcomes, routeSignals, routeOverride, routeFleetOverride, routeReload}
+
+// refusalLogEvery is how often at most a refused request is logged per route.
+const refusalLogEvery = 10 * time.Second
+
+// requireToken checks the bearer token of the given kind in constant time;
+// an empty configured token leaves the endpoint open. A refused request
+// is counted for route and logged at WARN, at most once per 10s per route.
+func (s *server) requireToken(kind tokenKind, route string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tokens := s.Tokens.Load()
+			want := tokens.Admin
+			if kind == reportToken {
+				want = tokens.Report
+			}
+			if want != "" {
+				got, ok := bearer(r)
+				if !ok || !tokenEqual(got, want) {
+					s.refused(route, r, ok)
+					w.Header().Set("WWW-Authenticate", `Bearer realm="degraded"`)
+					writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// refused counts and, rate-limited, logs a request refused for its token.
+// The log names the route and the peer, never the token.
+func (s *server) refused(route string, r *http.Request, hadToken bool) {
+	now := time.Now()
+	s.Metrics.authFailed(route)
+	if suppressed, log := s.refusals.add(route, now); log {
+		why := "missing bearer token"
+		if hadToken {
+			why = "wrong bearer token"
+		}
+		s.Logger.Warn("request refused: "+why, "route", route, "method", r.Method, "path", r.URL.Path,
+			"remote_addr", r.RemoteAddr, "suppressed_since_last_log", suppressed)
+	}
+}
+
+// refusals counts requests refused for their token, per route. Safe for
+// concurrent use.
+type refusals struct {
+	mu      sync.Mutex
+	byRoute map[string]*refusal
+}
+
+type refusal struct {
+	total      int64
+	last       time.Time
+	logged     time.Time
+	suppressed int64 // refusals not logged since logged
+}
+
+// add records a refusal at now and says whether to log it, with how many
+// refusals went unlogged before it.
+func (rs *refusals) add(route string, now time.Time) (suppressed int64, log bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.byRoute == nil {
+		rs.byRoute = map[string]*refusal{}
+	}
+	f := rs.byRoute[route]
+	if f == nil {
+		f = &refusal{}
+		rs.byRoute[route] = f
+	}
+	f.total++
+	f.last = now
+	if !f.logged.IsZero() && now.Sub(f.logged) < refusalLogEvery {
+		f.suppressed++
+		return 0, false
+	}
+	suppressed, f.suppressed, f.logged = f.suppressed, 0, now
+	return suppressed, true
+}
+
+// get returns the refusals of route so far and the time of the last one
+// (nil if none).
+func (rs *refusals) get(route string) (int64, *time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	f := rs.byRoute[route]
+	if f == nil {
+		return 0, nil
+	}
+	last := f.last.UTC()
+	return f.total, &last
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+// tokenEqual compares in constant time, hashing first so that not even the
+// length of the configured token leaks.
+func tokenEqual(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}

@@ -52,7 +52,7 @@ func (s *server) handleLevel() http.HandlerFunc {
 			}
 			if wait > 0 && c.State().Sequence <= after {
 				if !s.acquireStream() {
-					writeError(w, http.StatusServiceUnavailable, s.streamLimitMessage())
+					refuseStream(w, s.streamLimitMessage())
 					return
 				}
 				waitFor(r.Context(), s.Shutdown, c, after, min(wait, s.MaxWait))

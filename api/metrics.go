@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -23,6 +24,7 @@ type Metrics struct {
 	sseDrops        *prometheus.CounterVec
 	authFailures    *prometheus.CounterVec
 	blind           prometheus.Gauge
+	signalState     *prometheus.GaugeVec
 	cpu             prometheus.Gauge
 	memory          prometheus.Gauge
 	errorRate       prometheus.Gauge
@@ -62,6 +64,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		sseDrops:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "sse_dropped_total", Help: "SSE subscribers dropped or refused: write_timeout, write_error, limit (refused at the cap), shutdown."}, []string{"reason"}),
 		authFailures:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "auth_failures_total", Help: "Requests refused for a missing or wrong bearer token, by route."}, []string{"route"}),
 		blind:          g("blind", "1 while the daemon sees no signal at all, so it cannot step down by itself."),
+		signalState:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "signal_state", Help: "1 for each signal's state at the last health check: available, warming, failed, absent or off."}, []string{"signal", "state"}),
 		cpu:            g("signal_cpu_percent", "CPU use at the last health check, percent (NaN when unavailable)."),
 		memory:         g("signal_memory_percent", "Memory use at the last health check, percent (NaN when unavailable)."),
 		errorRate:      g("signal_error_rate_percent", "Error rate over the window at the last health check, percent (NaN when unavailable)."),
@@ -78,13 +81,18 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
 		levelNames:      append([]string(nil), levelNames...),
 	}
-	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.cpu, m.memory, m.errorRate,
+	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.cpu, m.memory, m.errorRate,
 		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
 	m.failures = m.outcomesTotal.WithLabelValues("failure")
-	for _, s := range []string{"cpu", "memory"} {
-		m.sampleErrors.WithLabelValues(s)
+	for _, sig := range levels.AllSignals {
+		if sig != levels.ErrorRate {
+			m.sampleErrors.WithLabelValues(sig.String())
+		}
+		for _, st := range levels.SignalStates {
+			m.signalState.WithLabelValues(sig.String(), st.String())
+		}
 	}
 	for _, n := range levelNames {
 		m.levelInfo.WithLabelValues(n).Set(0)
@@ -134,6 +142,19 @@ func (m *Metrics) Published(s *controller.State) {
 	m.cpu.Set(orNaN(s.Signals.CPUPercent))
 	m.memory.Set(orNaN(s.Signals.MemoryPercent))
 	m.errorRate.Set(orNaN(s.Signals.ErrorRatePercent))
+	m.blind.Set(boolValue(s.Blind))
+	for name, state := range s.Signals.Status {
+		for _, st := range levels.SignalStates {
+			m.signalState.WithLabelValues(name, st.String()).Set(boolValue(st.String() == state))
+		}
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // changeSources are the sources of level_changes_total, exported at 0
@@ -148,19 +169,6 @@ func (m *Metrics) Transition(from, to, source string) {
 	}
 	m.transitions.WithLabelValues(from, to, source).Inc()
 	m.levelChanges.WithLabelValues(source).Inc()
-}
-
-// Blind sets degraded_blind: 1 while the daemon sees no signal at all, so
-// it cannot step down by itself.
-func (m *Metrics) Blind(blind bool) {
-	if m == nil {
-		return
-	}
-	if blind {
-		m.blind.Set(1)
-	} else {
-		m.blind.Set(0)
-	}
 }
 
 // HealthCheck records a health check's duration and failed samples.

@@ -133,8 +133,22 @@ func TestLevelChangesCounted(t *testing.T) {
 			t.Errorf(`level_changes_total{source=%q} = %v, want %v`, src, got, want)
 		}
 	}
-	r.m.Blind(true)
+}
+
+// TestBlindAndSignalStates: the published state's blindness and each
+// signal's state reach degraded_blind and degraded_signal_state.
+func TestBlindAndSignalStates(t *testing.T) {
+	r := newRig(t, Deps{})
+	r.m.Published(&controller.State{Level: "Normal", Blind: true, Signals: controller.Signals{Status: map[string]string{"cpu": "failed", "memory": "off", "error_rate": "warming"}}})
 	if got := gaugeValue(t, r, "degraded_blind"); got != 1 {
-		t.Errorf("degraded_blind = %v after Blind(true), want 1", got)
+		t.Errorf("degraded_blind = %v for a blind state, want 1", got)
+	}
+	for _, c := range []struct {
+		signal, state string
+		want          float64
+	}{{"cpu", "failed", 1}, {"cpu", "available", 0}, {"error_rate", "warming", 1}, {"memory", "off", 1}} {
+		if got := testutil.ToFloat64(r.m.signalState.WithLabelValues(c.signal, c.state)); got != c.want {
+			t.Errorf("degraded_signal_state{signal=%q,state=%q} = %v, want %v", c.signal, c.state, got, c.want)
+		}
 	}
 }

@@ -33,13 +33,13 @@ func (s *server) handleStream() http.HandlerFunc {
 		if s.subscribers.Add(1) > int64(s.MaxSubscribers) {
 			s.subscribers.Add(-1)
 			s.Metrics.sseDropped(dropLimit)
-			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("subscriber limit of %d reached", s.MaxSubscribers))
+			refuseStream(w, fmt.Sprintf("subscriber limit of %d reached", s.MaxSubscribers))
 			return
 		}
 		defer s.subscribers.Add(-1)
 		if !s.acquireStream() {
 			s.Metrics.sseDropped(dropLimit)
-			writeError(w, http.StatusServiceUnavailable, s.streamLimitMessage())
+			refuseStream(w, s.streamLimitMessage())
 			return
 		}
 		defer s.streams.Add(-1)
@@ -190,4 +190,12 @@ func encodeEvent(b *bytes.Buffer, event string, id uint64, v any) error {
 	}
 	b.WriteByte('\n')
 	return nil
+}
+
+// refuseStream answers 503 to a stream or long-poll over its cap and closes
+// the connection, so a flood of them never holds the slots that short
+// requests (health, override, metrics) need.
+func refuseStream(w http.ResponseWriter, msg string) {
+	w.Header().Set("Connection", "close")
+	writeError(w, http.StatusServiceUnavailable, msg)
 }

@@ -71,8 +71,8 @@ func TestStreamCap(t *testing.T) {
 		if b := decodeBody[errorBody](t, w); w.Code != 503 || !strings.Contains(b.Error, "stream limit of 2 reached") {
 			t.Errorf("a third long-poll: %d %q, want 503 naming the stream limit", w.Code, b.Error)
 		}
-		if w := r.do("GET", "/v1/level/stream", ""); w.Code != 503 {
-			t.Errorf("a third stream: %d, want 503", w.Code)
+		if w := r.do("GET", "/v1/level/stream", ""); w.Code != 503 || w.Header().Get("Connection") != "close" {
+			t.Errorf("a third stream: %d Connection %q, want 503 closing the connection (a flood must not keep the slot)", w.Code, w.Header().Get("Connection"))
 		}
 		if got := droppedTotal(t, r, "limit"); got != 1 {
 			t.Errorf(`sse_dropped_total{reason="limit"} = %v, want 1 (the refused stream)`, got)

@@ -94,7 +94,14 @@ var listening = regexp.MustCompile(`degraded listening on (\S+)`)
 // start runs the binary and waits until it listens.
 func start(t *testing.T, args ...string) *process {
 	t.Helper()
-	d := &process{cmd: exec.Command(binary, args...), logs: new(syncBuffer), done: make(chan error, 1)}
+	return startCmd(t, exec.Command(binary, args...))
+}
+
+// startCmd runs cmd, the binary or a wrapper of it, and waits until it
+// listens.
+func startCmd(t *testing.T, cmd *exec.Cmd) *process {
+	t.Helper()
+	d := &process{cmd: cmd, logs: new(syncBuffer), done: make(chan error, 1)}
 	d.cmd.Stderr = d.logs
 	stdout, err := d.cmd.StdoutPipe()
 	if err != nil {

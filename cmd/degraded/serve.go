@@ -58,6 +58,9 @@ type daemon struct {
 	cfg      atomic.Pointer[config.Config]
 	opts     controller.Options // in force; guarded by reloadMu after start
 	bound    string             // the address the socket is bound to
+
+	refused    atomic.Int64 // connections closed at accept (max_connections)
+	refusedLog atomic.Int64 // when that was last logged, Unix nanoseconds
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
@@ -184,11 +187,16 @@ func serve(ctx context.Context, load loader, resetState bool, stdout, stderr io.
 		d.metrics.StateRecovered()
 	}
 
+	maxConns, err := api.ConnectionLimit(cfg.MaxConnections)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	d.bound = ln.Addr().String()
+	ln = api.LimitListener(ln, maxConns, d.rejected)
 	if cfg.TLS.Enabled() {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
 		if err != nil {
@@ -198,6 +206,8 @@ func serve(ctx context.Context, load loader, resetState bool, stdout, stderr io.
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
 
+	base, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
 	handler := api.NewServer(api.Deps{
 		Controller:     d.ctrl,
 		Outcomes:       d.window,
@@ -207,10 +217,13 @@ func serve(ctx context.Context, load loader, resetState bool, stdout, stderr io.
 		Metrics:        d.metrics,
 		Heartbeat:      cfg.SSE.Heartbeat,
 		MaxSubscribers: cfg.SSE.MaxSubscribers,
+		MaxStreams:     api.StreamLimit(maxConns),
+		WriteTimeout:   cfg.SSE.WriteTimeout,
+		Shutdown:       base.Done(),
+		ListenHost:     listenHost(cfg.Listen),
+		AllowedHosts:   func() []string { return d.cfg.Load().AllowedHosts },
 		Logger:         d.log,
 	})
-	base, endStreams := context.WithCancel(context.Background())
-	defer endStreams()
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -269,6 +282,27 @@ loop:
 		return fmt.Errorf("serve: %w", serveErr)
 	}
 	return nil
+}
+
+// rejected logs a connection closed at accept because max_connections
+// was reached, at most once every 10s.
+func (d *daemon) rejected() {
+	n := d.refused.Add(1)
+	now := time.Now().UnixNano()
+	last := d.refusedLog.Load()
+	if now-last < int64(10*time.Second) || !d.refusedLog.CompareAndSwap(last, now) {
+		return
+	}
+	d.log.Warn("connection refused at accept: max_connections reached", "refused_total", n)
+}
+
+// listenHost is the host part of a listen address, "" for all interfaces.
+func listenHost(listen string) string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	return host
 }
 
 // openStore removes the temp files a crash left behind, checks that the

@@ -5,6 +5,10 @@
 // /admin/fail endpoint makes it fail on purpose, to watch the daemon react.
 //
 //	go run ./examples/shop -listen 127.0.0.1:8080 -degraded http://127.0.0.1:8470
+//
+// The environment: DEGRADED_ADDR, the daemon's base URL when -degraded is
+// not given, and DEGRADED_REPORT_TOKEN, the daemon's auth.report_token.
+// GET /healthz is never shed, for probes.
 package main
 
 import (
@@ -29,8 +33,12 @@ import (
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:8080", "address to serve the shop on")
-	addr := flag.String("degraded", "http://127.0.0.1:8470", "degraded daemon base URL")
+	defaultAddr := "http://127.0.0.1:8470"
+	if v := os.Getenv("DEGRADED_ADDR"); v != "" {
+		defaultAddr = v
+	}
+	listen := flag.String("listen", "127.0.0.1:8080", "address to serve the shop on (\":8080\" in a container, where probes come to the pod IP)")
+	addr := flag.String("degraded", defaultAddr, "degraded daemon base URL (env DEGRADED_ADDR)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -92,6 +100,9 @@ func (s *shop) routes() http.Handler {
 	mux.Handle("GET /recommendations", with(priorityBrowse, s.recommendations))
 	mux.Handle("POST /checkout", with(priorityCheckout, s.checkout))
 	mux.HandleFunc("POST /admin/fail", s.setFailRate) // not behind the middleware: never shed
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok") // never shed: a probe must not fail because the level is high
+	})
 	return mux
 }
 

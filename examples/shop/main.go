@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
@@ -86,6 +85,7 @@ const (
 type shop struct {
 	c        *client.Client
 	failRate atomic.Uint64 // math.Float64bits of the share of requests to fail
+	served   atomic.Uint64 // requests that reached a failing handler
 }
 
 func newShop(c *client.Client) *shop { return &shop{c: c} }
@@ -107,10 +107,11 @@ func (s *shop) routes() http.Handler {
 }
 
 // failing makes a share of requests fail with 500, as a broken database
-// would.
+// would: evenly spread, so that any run of requests fails at that rate.
 func (s *shop) failing(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if rand.Float64() < math.Float64frombits(s.failRate.Load()) {
+		rate, n := math.Float64frombits(s.failRate.Load()), float64(s.served.Add(1))
+		if math.Floor(n*rate) > math.Floor((n-1)*rate) {
 			http.Error(w, "database unavailable", http.StatusInternalServerError)
 			return
 		}
@@ -130,15 +131,17 @@ func (s *shop) setFailRate(w http.ResponseWriter, r *http.Request) {
 
 func (s *shop) products(w http.ResponseWriter, _ *http.Request) {
 	page := map[string]any{"products": []string{"kettle", "teapot", "mug"}}
-	if s.c.Feature("recommendations") { // Defcon knob: off from Minor up
+	if s.c.Feature("recommendations") { // Defcon knob: off from Minor up (degraded.yaml)
 		page["also_bought"] = []string{"tea cosy"}
 	}
 	writeJSON(w, page)
 }
 
 // recommendations is a page (priority 50) whose personalisation is
-// priority 10: personalised while admitted, bestsellers from a cache at
-// Moderate, and an empty list from Major up, where no fallback applies.
+// priority 10: personalised while admitted (Normal, Minor), bestsellers
+// from a cache from Moderate up, and the page itself is shed from Severe.
+// An empty list answers ErrShed, which Do returns only before the client
+// has learned the level order.
 func (s *shop) recommendations(w http.ResponseWriter, r *http.Request) {
 	items, err := client.Do(r.Context(), s.c, client.Operation[[]string]{
 		Priority: priorityRecommendations,

@@ -2,6 +2,8 @@ module github.com/degraded/degraded
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/getkin/kin-openapi v0.153.0

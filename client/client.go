@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -102,6 +103,7 @@ type Client struct {
 	mode        FailMode
 	reportEvery time.Duration
 	http        *http.Client
+	log         *slog.Logger
 
 	view        atomic.Pointer[view]
 	names       atomic.Pointer[[]string] // level names in table order, once known
@@ -115,6 +117,8 @@ type Client struct {
 
 	success, failure atomic.Int64 // recorded, not yet taken by a flush
 	pending          counts       // taken but not yet accepted; owned by the flusher
+	refusals         refusals     // owned by the flusher
+	contactLog       contactLog   // owned by Run's follow loop
 }
 
 // New returns a client of the daemon at baseURL (e.g.
@@ -131,6 +135,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		base:        u,
 		staleAfter:  DefaultStaleAfter,
 		reportEvery: DefaultReportInterval,
+		log:         slog.Default(),
 		subs:        map[int]func(old, new State){},
 	}
 	for _, o := range opts {
@@ -236,15 +241,17 @@ func (c *Client) contact(now time.Time) {
 	}
 }
 
-// setStale republishes the view with the given staleness.
-func (c *Client) setStale(stale bool) {
+// setStale republishes the view with the given staleness and reports
+// whether that changed it.
+func (c *Client) setStale(stale bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v := c.view.Load()
 	if v.stale == stale || !stale && v.state == nil {
-		return
+		return false
 	}
 	c.view.Store(newView(v.state, stale, c.mode))
+	return true
 }
 
 // APIError is a non-2xx answer from the daemon.

@@ -8,15 +8,18 @@ type Operation[T any] struct {
 	Priority int
 	// Primary is the full-quality implementation.
 	Primary func(ctx context.Context) (T, error)
-	// Fallbacks maps a level name to a cheaper implementation to use from
-	// that level on, e.g. {"Major": cachedRecommendations}. May be nil.
+	// Fallbacks maps a level name to a cheaper implementation that serves
+	// from that level up, until a more severe level has its own, e.g.
+	// {"Moderate": cached, "Severe": static}: cached at Moderate and
+	// Major, static at Severe and above. May be nil.
 	Fallbacks map[string]func(ctx context.Context) (T, error)
 }
 
 // Do runs op.Primary at Normal or when op.Priority is admitted. Otherwise
-// it runs the fallback of the current level or, failing that, of the next
-// more severe level that has one; with none it returns ErrShed without
-// running anything. Do records nothing: wrap the work in Record, or use
+// it runs the fallback of the current level or, failing that, of the
+// nearest less severe level that has one (a fallback keyed at Moderate
+// serves from Moderate up, until a more severe level has its own); with
+// none it returns ErrShed without running anything. Do records nothing: wrap the work in Record, or use
 // Middleware, to report outcomes. The level order is learned by Run from
 // GET /v1/levels; until it is known only the current level's own fallback
 // is found. When the fail mode decides without any state, Do runs Primary
@@ -44,7 +47,10 @@ func fallbackFor[T any](c *Client, v *view, fallbacks map[string]func(context.Co
 	if names == nil {
 		return nil
 	}
-	for i := v.index + 1; i < len(*names); i++ {
+	if v.index >= len(*names) || (*names)[v.index] != v.level {
+		return nil // the table changed since Run learned it
+	}
+	for i := v.index - 1; i >= 0; i-- {
 		if f, ok := fallbacks[(*names)[i]]; ok {
 			return f
 		}

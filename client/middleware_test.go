@@ -142,22 +142,29 @@ func TestDo(t *testing.T) {
 	cached := func(context.Context) (string, error) { return "cached", nil }
 	static := func(context.Context) (string, error) { return "static", nil }
 	names := []string{"Normal", "Minor", "Moderate", "Major", "Severe"}
+	type fb = map[string]func(context.Context) (string, error)
 	tests := []struct {
 		name      string
 		level     string
 		index     int
 		threshold int
 		priority  int
-		fallbacks map[string]func(context.Context) (string, error)
+		fallbacks fb
 		want      string
 		err       error
 	}{
 		{"normal runs primary", "Normal", 0, 0, 0, nil, "full", nil},
-		{"admitted runs primary", "Major", 3, 50, 60, map[string]func(context.Context) (string, error){"Major": cached}, "full", nil},
-		{"current level's fallback", "Major", 3, 50, 20, map[string]func(context.Context) (string, error){"Moderate": static, "Major": cached}, "cached", nil},
-		{"next more severe fallback", "Moderate", 2, 30, 20, map[string]func(context.Context) (string, error){"Minor": static, "Major": cached, "Severe": static}, "cached", nil},
-		{"less severe fallbacks do not apply", "Severe", 4, 70, 20, map[string]func(context.Context) (string, error){"Major": cached}, "", ErrShed},
+		{"admitted runs primary", "Major", 3, 50, 60, fb{"Major": cached}, "full", nil},
+		{"current level's fallback", "Major", 3, 50, 20, fb{"Moderate": static, "Major": cached}, "cached", nil},
+		{"fallback at its own level", "Moderate", 2, 30, 20, fb{"Moderate": cached}, "cached", nil},
+		{"a fallback serves the levels above it", "Major", 3, 50, 20, fb{"Moderate": cached}, "cached", nil},
+		{"up to the most severe level", "Severe", 4, 70, 20, fb{"Moderate": cached}, "cached", nil},
+		{"the nearest less severe one wins", "Severe", 4, 70, 20, fb{"Minor": static, "Major": cached}, "cached", nil},
+		{"a more severe level's own takes over", "Severe", 4, 70, 20, fb{"Moderate": cached, "Severe": static}, "static", nil},
+		{"more severe fallbacks do not apply below", "Moderate", 2, 30, 20, fb{"Major": cached, "Severe": static}, "", ErrShed},
+		{"a Normal fallback serves every level", "Minor", 1, 10, 5, fb{"Normal": cached}, "cached", nil},
 		{"no fallbacks", "Major", 3, 50, 20, nil, "", ErrShed},
+		{"an unknown level name in the map", "Major", 3, 50, 20, fb{"Panic": cached}, "", ErrShed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 )
 
 // maxRetained bounds the counts kept across failed flushes: the daemon
@@ -28,7 +29,8 @@ func (c *Client) Record(success bool) {
 
 // flush sends what was recorded since the last accepted flush. On a
 // failure the counts are kept, bounded, for the next flush; an answer the
-// daemon will never accept (4xx other than 408 and 429) drops them. Only
+// daemon will never accept (4xx other than 408 and 429) drops them and is
+// logged, rate-limited. Only
 // one flush runs at a time: the reporter loop, then Run's final flush.
 func (c *Client) flush(ctx context.Context) error {
 	p := &c.pending
@@ -46,6 +48,9 @@ func (c *Client) flush(ctx context.Context) error {
 	var ae *APIError
 	if err == nil || errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
 		ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests {
+		if ae != nil {
+			c.refused(ae, p.success, p.failure, time.Now())
+		}
 		*p = counts{}
 	}
 	return err

@@ -99,6 +99,14 @@ func (c *Client) Fetch(ctx context.Context) (State, error) {
 	return st, err
 }
 
+// GetJSON decodes the JSON answer of GET path (e.g. "/v1/history?limit=5")
+// into out, with the token set: for documents and fields this package
+// does not model, such as fields added by a newer daemon. A non-2xx answer
+// is an *APIError.
+func (c *Client) GetJSON(ctx context.Context, path string, out any) error {
+	return c.call(ctx, http.MethodGet, path, nil, out)
+}
+
 // Levels returns the daemon's level table, Normal first (GET /v1/levels).
 func (c *Client) Levels(ctx context.Context) ([]Level, error) {
 	var b struct {

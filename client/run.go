@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -37,7 +38,9 @@ var errNotStream = errors.New("event stream unavailable")
 // cannot be held (a buffering proxy, the subscriber limit), reconnects with
 // full-jitter exponential backoff (base 100ms, or the stream's "retry:"
 // when larger; cap 30s), marks the state stale after StaleAfter without
-// contact, and flushes Record's counts every report interval. It returns
+// contact, and flushes Record's counts every report interval. Lost
+// contact, its return and refused reports are logged (WithLogger). It
+// returns
 // ctx.Err() only after its goroutines have ended and a last flush (at most
 // 2s) has been tried. Run at most one Run per Client at a time.
 func (c *Client) Run(ctx context.Context) error {
@@ -84,7 +87,11 @@ func (c *Client) staleLoop(ctx context.Context) {
 		last := c.lastContact.Load()
 		idle := time.Since(time.Unix(0, last))
 		if last == 0 || idle >= c.staleAfter {
-			c.setStale(true)
+			if c.setStale(true) {
+				c.log.Warn("no contact with degraded: the state is stale and the fail mode decides",
+					slog.String("daemon", c.base.String()), slog.Duration("stale_after", c.staleAfter),
+					slog.String("fail_mode", c.mode.String()))
+			}
 			t.Reset(c.staleAfter)
 		} else {
 			t.Reset(c.staleAfter - idle)
@@ -110,6 +117,9 @@ func (c *Client) follow(ctx context.Context) {
 				base = max(retry, backoffBase)
 			}
 			if errors.Is(err, errNotStream) {
+				c.log.Info("degraded's event stream is unavailable; long-polling instead",
+					slog.String("daemon", c.base.String()), slog.String("error", err.Error()),
+					slog.Duration("stream_retry_in", streamRetryAfter))
 				pollUntil = time.Now().Add(streamRetryAfter)
 				attempt = 0
 				continue
@@ -118,6 +128,7 @@ func (c *Client) follow(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		c.down(time.Now(), err)
 		if progressed {
 			attempt = 0
 		}
@@ -213,6 +224,7 @@ func (c *Client) stream(ctx context.Context) (progressed bool, retry time.Durati
 			progressed = true
 			idle.Reset(c.staleAfter)
 			c.loadLevels(ctx)
+			c.up(time.Now(), "stream")
 		}
 		c.accept(&st, time.Now())
 	}
@@ -240,6 +252,7 @@ func (c *Client) poll(ctx context.Context, until time.Time) (progressed bool, er
 		}
 		if !progressed {
 			c.loadLevels(ctx)
+			c.up(time.Now(), "long-poll")
 		}
 		progressed = true
 		c.accept(&st, time.Now())

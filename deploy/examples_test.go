@@ -1,15 +1,19 @@
 package deploy
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/degraded/degraded/config"
+	"github.com/knadh/koanf/parsers/yaml"
 )
 
 func read(t *testing.T, path string) string {
@@ -126,7 +130,6 @@ func TestKubernetesExample(t *testing.T) {
 		"the pod cgroup link's directory":   "mountPath: " + filepath.Dir(cfg.Signals.CgroupPath) + ",",
 		"the link the init container makes": "ln -sfn \"$dir\" " + cfg.Signals.CgroupPath,
 		"a liveness probe on /healthz":      "livenessProbe:\n            httpGet: {path: /healthz",
-		"a readiness probe on /readyz":      "readinessProbe:\n            httpGet: {path: /readyz",
 		"the listen port":                   "containerPort: " + cfg.Listen[strings.LastIndex(cfg.Listen, ":")+1:] + "}",
 	} {
 		if !strings.Contains(manifest, want) {
@@ -137,6 +140,187 @@ func TestKubernetesExample(t *testing.T) {
 	for _, want := range []string{"- sidecar.yaml", "- degraded.yaml", "name: degraded-config"} {
 		if !strings.Contains(kust, want) {
 			t.Errorf("kustomization.yaml lacks %q", want)
+		}
+	}
+}
+
+// container is what TestKubernetesSidecarWiring reads of a container.
+type container struct {
+	args, env []string // env: the names set
+	ports     map[string]int
+	probes    map[string]map[string]any // kind -> httpGet
+}
+
+// containers reads sidecar.yaml's containers and init containers by name.
+func containers(t *testing.T) map[string]container {
+	t.Helper()
+	doc, err := yaml.Parser().Unmarshal([]byte(read(t, filepath.Join("kubernetes", "sidecar.yaml"))))
+	if err != nil {
+		t.Fatalf("sidecar.yaml: %v", err)
+	}
+	dig := func(m any, keys ...string) any {
+		for _, k := range keys {
+			mm, _ := m.(map[string]any)
+			m = mm[k]
+		}
+		return m
+	}
+	spec := dig(doc, "spec", "template", "spec")
+	out := map[string]container{}
+	for _, list := range []string{"containers", "initContainers"} {
+		items, _ := dig(spec, list).([]any)
+		for _, it := range items {
+			c := container{ports: map[string]int{}, probes: map[string]map[string]any{}}
+			args, _ := dig(it, "args").([]any)
+			for _, a := range args {
+				c.args = append(c.args, fmt.Sprint(a))
+			}
+			envs, _ := dig(it, "env").([]any)
+			for _, e := range envs {
+				c.env = append(c.env, fmt.Sprint(dig(e, "name")))
+			}
+			ports, _ := dig(it, "ports").([]any)
+			for _, p := range ports {
+				n, _ := strconv.Atoi(fmt.Sprint(dig(p, "containerPort")))
+				c.ports[fmt.Sprint(dig(p, "name"))] = n
+			}
+			for _, kind := range []string{"startupProbe", "readinessProbe", "livenessProbe"} {
+				if g, ok := dig(it, kind, "httpGet").(map[string]any); ok {
+					c.probes[kind] = g
+				} else if dig(it, kind) != nil {
+					c.probes[kind] = map[string]any{}
+				}
+			}
+			out[fmt.Sprint(dig(it, "name"))] = c
+		}
+	}
+	return out
+}
+
+// TestKubernetesSidecarWiring: the app container gets exactly the
+// DEGRADED_ variables the shop and docs/client.md read, probes paths the
+// shop serves, listens where the kubelet reaches it, and degraded cannot
+// take the pod out of service.
+func TestKubernetesSidecarWiring(t *testing.T) {
+	cs := containers(t)
+	app, ok := cs["app"]
+	if !ok {
+		t.Fatal("sidecar.yaml has no container named app")
+	}
+	daemon, ok := cs["degraded"]
+	if !ok {
+		t.Fatal("sidecar.yaml has no init container named degraded")
+	}
+
+	// What the app reads: os.Getenv("DEGRADED_...") in the shop and in the
+	// client docs' examples.
+	getenv := regexp.MustCompile(`Getenv\("(DEGRADED_[A-Z_]+)"\)`)
+	var reads []string
+	sources, _ := filepath.Glob(filepath.Join("..", "examples", "shop", "*.go"))
+	for _, f := range append(sources, filepath.Join("..", "docs", "client.md")) {
+		for _, m := range getenv.FindAllStringSubmatch(read(t, f), -1) {
+			if !slices.Contains(reads, m[1]) {
+				reads = append(reads, m[1])
+			}
+		}
+	}
+	var sets []string
+	for _, e := range app.env {
+		if strings.HasPrefix(e, "DEGRADED_") {
+			sets = append(sets, e)
+		}
+	}
+	slices.Sort(reads)
+	slices.Sort(sets)
+	if !slices.Contains(reads, "DEGRADED_REPORT_TOKEN") || !slices.Equal(reads, sets) {
+		t.Errorf("the app reads %v, the manifest gives it %v: they must be the same (and include DEGRADED_REPORT_TOKEN)", reads, sets)
+	}
+
+	// The shop's routes, as it registers them.
+	shop := read(t, filepath.Join("..", "examples", "shop", "main.go"))
+	for kind, g := range app.probes {
+		path := fmt.Sprint(g["path"])
+		if !strings.Contains(shop, `"GET `+path+`"`) {
+			t.Errorf("the app's %s asks %s, which the shop does not serve", kind, path)
+		}
+		if port := fmt.Sprint(g["port"]); app.ports[port] == 0 {
+			t.Errorf("the app's %s names port %q, which the container does not declare", kind, port)
+		}
+	}
+	if _, ok := app.probes["readinessProbe"]; !ok {
+		t.Error("the app has no readinessProbe")
+	}
+
+	// The shop listens on every interface, on its declared port.
+	i := slices.Index(app.args, "-listen")
+	if i < 0 || i+1 >= len(app.args) {
+		t.Fatalf("the app's args %v give no -listen: the shop's default, 127.0.0.1, is not reachable by the kubelet", app.args)
+	}
+	host, port, err := net.SplitHostPort(app.args[i+1])
+	if p, _ := strconv.Atoi(port); err != nil || host != "" && host != "0.0.0.0" && host != "::" || p != app.ports["http"] {
+		t.Errorf("-listen %s: want every interface on the http port %d", app.args[i+1], app.ports["http"])
+	}
+
+	// degraded: alive or restarted, never holding the pod back.
+	for _, kind := range []string{"readinessProbe", "startupProbe"} {
+		if _, ok := daemon.probes[kind]; ok {
+			t.Errorf("degraded has a %s: it could hold the pod out of service, but degraded is an advisor, never a dependency", kind)
+		}
+	}
+	if g := daemon.probes["livenessProbe"]; fmt.Sprint(g["path"]) != "/healthz" {
+		t.Errorf("degraded's livenessProbe is %v, want /healthz", g)
+	}
+	if want := fmt.Sprintf("value: http://127.0.0.1:%d", daemon.ports["degraded"]); !strings.Contains(read(t, filepath.Join("kubernetes", "sidecar.yaml")), want) {
+		t.Errorf("DEGRADED_ADDR should be the daemon on the pod's loopback: %q", want)
+	}
+}
+
+// TestDockerRunExample: the `docker run` in the Dockerfile's header mounts
+// every file it points the daemon at, so that it runs as written.
+func TestDockerRunExample(t *testing.T) {
+	var run []string
+	in := false
+	for _, line := range strings.Split(read(t, filepath.Join("docker", "Dockerfile")), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(line, "#"))
+		if strings.HasPrefix(line, "docker run ") {
+			in = true
+		}
+		if in {
+			run = append(run, strings.Fields(strings.TrimSuffix(line, "\\"))...)
+			if !strings.HasSuffix(line, "\\") {
+				break
+			}
+		}
+	}
+	if len(run) == 0 {
+		t.Fatal("the Dockerfile shows no docker run")
+	}
+	var files, mounts []string
+	for i := 0; i+1 < len(run); i++ {
+		switch run[i] {
+		case "-e":
+			if k, v, _ := strings.Cut(run[i+1], "="); strings.HasSuffix(k, "_FILE") {
+				files = append(files, v)
+			}
+		case "-v":
+			parts := strings.Split(strings.Trim(run[i+1], `"`), ":")
+			if len(parts) >= 2 {
+				mounts = append(mounts, parts[1])
+			}
+		}
+	}
+	if len(files) == 0 {
+		t.Fatalf("docker run %v sets no *_FILE variable; this test expects the admin token file", run)
+	}
+	for _, f := range files {
+		mounted := false
+		for _, m := range mounts {
+			if f == m || strings.HasPrefix(f, strings.TrimSuffix(m, "/")+"/") {
+				mounted = true
+			}
+		}
+		if !mounted {
+			t.Errorf("docker run points the daemon at %s but mounts only %v: it exits 2 as written", f, mounts)
 		}
 	}
 }

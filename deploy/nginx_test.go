@@ -92,20 +92,40 @@ func nginxPath(t *testing.T) string {
 }
 
 // startNginx runs nginx/degraded.conf, unchanged but for its three
-// addresses, in a foreground nginx with its own prefix, and returns its
-// base URL.
+// addresses, in real nginx, and returns its base URL.
+func startNginx(t *testing.T, daemonAddr, appAddr string) string {
+	t.Helper()
+	example, err := os.ReadFile(filepath.Join("nginx", "degraded.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runNginx(t, func(addr string) string {
+		conf := string(example)
+		for old, repl := range map[string]string{
+			"server 127.0.0.1:8470;": "server " + daemonAddr + ";",
+			"server 127.0.0.1:8080;": "server " + appAddr + ";",
+			"listen 8000;":           "listen " + addr + ";",
+		} {
+			if strings.Count(conf, old) != 1 {
+				t.Fatalf("nginx/degraded.conf should hold %q once", old)
+			}
+			conf = strings.Replace(conf, old, repl, 1)
+		}
+		return conf
+	})
+}
+
+// runNginx runs the http-level configuration that conf returns for a
+// listen address in a foreground nginx with its own prefix, and returns
+// its base URL.
 //
 // The listening socket is made here and handed to nginx as an inherited
 // socket (the NGINX environment variable, as in nginx's binary upgrade):
 // connections queue on it from the start, so no port can be taken in
 // between and nothing has to poll until nginx is up.
-func startNginx(t *testing.T, daemonAddr, appAddr string) string {
+func runNginx(t *testing.T, conf func(listen string) string) string {
 	t.Helper()
 	bin := nginxPath(t)
-	example, err := os.ReadFile(filepath.Join("nginx", "degraded.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -117,18 +137,6 @@ func startNginx(t *testing.T, daemonAddr, appAddr string) string {
 		t.Fatal(err)
 	}
 	defer lnFile.Close()
-
-	conf := string(example)
-	for old, repl := range map[string]string{
-		"server 127.0.0.1:8470;": "server " + daemonAddr + ";",
-		"server 127.0.0.1:8080;": "server " + appAddr + ";",
-		"listen 8000;":           "listen " + addr + ";",
-	} {
-		if strings.Count(conf, old) != 1 {
-			t.Fatalf("nginx/degraded.conf should hold %q once", old)
-		}
-		conf = strings.Replace(conf, old, repl, 1)
-	}
 
 	dir := t.TempDir()
 	// A master and one worker: single-process mode (master_process off)
@@ -154,7 +162,7 @@ http {
     include %[1]s/degraded.conf;
 }
 `, dir, user)
-	for name, body := range map[string]string{"nginx.conf": main, "degraded.conf": conf} {
+	for name, body := range map[string]string{"nginx.conf": main, "degraded.conf": conf(addr)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -304,4 +312,96 @@ func TestNginxSheds(t *testing.T) {
 			t.Errorf("with degraded down: %d %q, want 200 from the service", got.code, got.body)
 		}
 	})
+}
+
+// apiSnippet is the nginx snippet of docs/api.md's /v1/admit section.
+func apiSnippet(t *testing.T) string {
+	t.Helper()
+	doc := read(t, filepath.Join("..", "docs", "api.md"))
+	i := strings.Index(doc, "### `GET /v1/admit`")
+	if i < 0 {
+		t.Fatal("docs/api.md has no /v1/admit section")
+	}
+	doc = doc[i:]
+	start := strings.Index(doc, "```nginx\n")
+	if start < 0 {
+		t.Fatal("docs/api.md's /v1/admit section has no nginx snippet")
+	}
+	doc = doc[start+len("```nginx\n"):]
+	return doc[:strings.Index(doc, "```")]
+}
+
+// TestNginxAPISnippet runs the snippet of docs/api.md in real nginx: it
+// serves unmarked requests at Normal, sheds by each location's own
+// priority whatever priority header the client sends, and fails open when
+// degraded is down.
+func TestNginxAPISnippet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nginx")
+	}
+	snippet := apiSnippet(t)
+	if strings.Contains(snippet, "$http_") {
+		t.Errorf("the snippet reads a request header: a client could pick its own priority:\n%s", snippet)
+	}
+	daemon := startDaemon(t)
+	svc := startApp(t)
+	if strings.Count(snippet, "127.0.0.1:8470") != 1 {
+		t.Fatalf("the snippet should name degraded at 127.0.0.1:8470 once:\n%s", snippet)
+	}
+	snippet = strings.Replace(snippet, "127.0.0.1:8470", daemon.Listener.Addr().String(), 1)
+	base := runNginx(t, func(listen string) string {
+		return fmt.Sprintf("upstream app { server %s; }\nserver {\n    listen %s;\n%s}\n", svc.srv.Listener.Addr(), listen, snippet)
+	})
+	client := &http.Client{Timeout: 10 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	do := func(path, priority string) answer {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if priority != "" {
+			req.Header.Set("X-Priority", priority)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("X-Degraded-Level"), string(b)}
+	}
+	steps := []struct {
+		level          string // pinned; "" leaves Normal
+		path, priority string
+		code           int
+	}{
+		{"", "/search", "", 200},
+		{"", "/recommendations/for-you", "", 200},
+		{"", "/search", "2147483647", 200},
+		{"Moderate", "/search", "", 200},
+		{"Moderate", "/recommendations/for-you", "", 503},
+		{"Moderate", "/recommendations/for-you", "2147483647", 503},
+		{"Severe", "/search", "", 503},
+		{"Severe", "/search", "2147483647", 503},
+		{"Severe", "/search", "junk", 503},
+	}
+	for _, st := range steps {
+		if st.level != "" {
+			setOverride(t, daemon, st.level)
+		}
+		got := do(st.path, st.priority)
+		if got.code != st.code {
+			t.Errorf("at %q, %s with X-Priority %q: %d %q, want %d", st.level, st.path, st.priority, got.code, got.body, st.code)
+			continue
+		}
+		if st.code == 503 {
+			if n, err := strconv.Atoi(got.retryAfter); err != nil || n < 1 || got.level != st.level {
+				t.Errorf("at %s, %s shed with Retry-After %q and X-Degraded-Level %q, want whole seconds and %s", st.level, st.path, got.retryAfter, got.level, st.level)
+			}
+		}
+	}
+
+	daemon.Close()
+	before := svc.served("/recommendations/for-you")
+	if got := do("/recommendations/for-you", ""); got.code != 200 || svc.served("/recommendations/for-you") != before+1 {
+		t.Errorf("with degraded down: %d %q, want 200 from the service (fail open)", got.code, got.body)
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +40,7 @@ type remote struct {
 func newRemote(cmd *cobra.Command, environ []string) *remote {
 	r := &remote{environ: environ, flagsCommand: cmd}
 	f := cmd.Flags()
-	f.StringVar(&r.addr, "addr", defaultAddr, "daemon base URL (env DEGRADED_ADDR)")
+	f.StringVar(&r.addr, "addr", defaultAddr, "daemon base URL or host:port (env DEGRADED_ADDR)")
 	f.StringVar(&r.token, "token", "", "bearer token (env DEGRADED_TOKEN)")
 	f.BoolVar(&r.json, "json", false, "print JSON for scripts")
 	return r
@@ -57,6 +56,9 @@ func (r *remote) client(opts ...client.Option) (*client.Client, error) {
 	}
 	if v, ok := lookupEnv(r.environ, "DEGRADED_TOKEN"); ok && !f.Changed("token") {
 		token = v
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr // host:port, as `serve --listen` takes it
 	}
 	c, err := client.New(addr, append([]client.Option{client.WithToken(token)}, opts...)...)
 	if err != nil {
@@ -112,27 +114,55 @@ func statusCmd(environ []string, stdout io.Writer) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		st, err := c.Fetch(cmd.Context())
-		if err != nil {
+		var raw json.RawMessage
+		if err := c.GetJSON(cmd.Context(), "/v1/level", &raw); err != nil {
 			return explain(c, err)
 		}
 		if r.json {
-			return printJSON(stdout, st)
+			_, err := fmt.Fprintf(stdout, "%s\n", raw)
+			return err
+		}
+		var doc statusDoc
+		if err := json.Unmarshal(raw, &doc.State); err != nil {
+			return fmt.Errorf("daemon at %s sent a state document this CLI cannot read: %w", c.Addr(), err)
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return fmt.Errorf("daemon at %s sent a state document this CLI cannot read: %w", c.Addr(), err)
 		}
 		table, err := c.Levels(cmd.Context())
 		if err != nil {
 			return explain(c, err)
 		}
-		printStatus(stdout, st, table, time.Now())
+		printStatus(stdout, doc, table, time.Now())
 		return nil
 	}
 	return cmd
 }
 
+// statusDoc is the state document with what status reads beyond
+// client.State: the reports a newer daemon counts, and each signal's state.
+type statusDoc struct {
+	State   client.State `json:"-"`
+	Reports *struct {
+		RefusedTotal   int64      `json:"refused_total"`
+		LastRefusedAt  *time.Time `json:"last_refused_at"`
+		WindowAttempts *int64     `json:"window_attempts"`
+		WindowFailures *int64     `json:"window_failures"`
+	} `json:"reports"`
+	Signals struct {
+		Status map[string]string `json:"status"`
+	} `json:"signals"`
+}
+
 // printStatus writes the state as a table a person reads at a glance.
-func printStatus(w io.Writer, st client.State, table []client.Level, now time.Time) {
+func printStatus(w io.Writer, doc statusDoc, table []client.Level, now time.Time) {
+	st := doc.State
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "Level\t%s (%d of %d): priority < %d shed\n", st.Level, st.Index, len(table)-1, st.PriorityThreshold)
+	shed := "nothing shed"
+	if st.PriorityThreshold > 0 {
+		shed = fmt.Sprintf("priority < %d shed", st.PriorityThreshold)
+	}
+	fmt.Fprintf(tw, "Level\t%s (%d of %d): %s\n", st.Level, st.Index, len(table)-1, shed)
 	fmt.Fprintf(tw, "Source\t%s (recommended: %s)\n", st.Source, st.Recommended)
 	fmt.Fprintf(tw, "Reason\t%s\n", st.Reason)
 	fmt.Fprintf(tw, "Since\t%s (%s)\n", stamp(st.Since), ago(now, st.Since))
@@ -150,6 +180,13 @@ func printStatus(w io.Writer, st client.State, table []client.Level, now time.Ti
 	}
 	fmt.Fprintf(tw, "Disabled\t%s\n", disabled)
 	fmt.Fprintf(tw, "Sequence\t%d\n", st.Sequence)
+	if rep := doc.Reports; rep != nil && rep.RefusedTotal > 0 {
+		last := ""
+		if rep.LastRefusedAt != nil {
+			last = fmt.Sprintf(" (last %s, %s)", stamp(*rep.LastRefusedAt), ago(now, *rep.LastRefusedAt))
+		}
+		fmt.Fprintf(tw, "Reports\t%d refused%s: check the report token (the service's client.WithToken against auth.report_token)\n", rep.RefusedTotal, last)
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 
@@ -164,31 +201,48 @@ func printStatus(w io.Writer, st client.State, table []client.Level, now time.Ti
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "Signal\tnow\t%s\n", heading)
 	sig := st.Signals
-	row := func(name string, v *float64, limit func(client.Level) *float64, extra string) {
+	row := func(name, key string, v *float64, limit func(client.Level) *float64, extra string) {
 		th := "-"
 		if next != nil {
 			if p := limit(*next); p != nil {
 				th = "> " + percent(p)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\n", name, percent(v), th, extra)
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\n", name, signalNow(v, doc.Signals.Status[key], table, limit), th, extra)
 	}
-	row("cpu", sig.CPUPercent, func(l client.Level) *float64 { return l.CPUPercent }, "")
-	row("memory", sig.MemoryPercent, func(l client.Level) *float64 { return l.MemoryPercent }, "")
-	row("error rate", sig.ErrorRatePercent, func(l client.Level) *float64 { return l.ErrorRatePercent },
-		fmt.Sprintf(" (%d attempts, %d failures in the window)", sig.WindowAttempts, sig.WindowFailures))
+	attempts, failures := sig.WindowAttempts, sig.WindowFailures
+	if rep := doc.Reports; rep != nil && rep.WindowAttempts != nil && rep.WindowFailures != nil {
+		attempts, failures = *rep.WindowAttempts, *rep.WindowFailures // live, not as of the last check
+	}
+	row("cpu", "cpu", sig.CPUPercent, func(l client.Level) *float64 { return l.CPUPercent }, "")
+	row("memory", "memory", sig.MemoryPercent, func(l client.Level) *float64 { return l.MemoryPercent }, "")
+	row("error rate", "error_rate", sig.ErrorRatePercent, func(l client.Level) *float64 { return l.ErrorRatePercent },
+		fmt.Sprintf(" (%d attempts, %d failures in the window)", attempts, failures))
 	tw.Flush()
 	if sig.SampledAt != nil {
 		fmt.Fprintf(w, "Sampled %s (%s)\n", stamp(*sig.SampledAt), ago(now, *sig.SampledAt))
 	}
 }
 
-func percent(p *float64) string {
-	if p == nil {
-		return "n/a"
+// signalNow is a signal's "now" column: its value; else its state as the
+// daemon names it (failed, warming, absent, off); else "off" when no level
+// has a threshold for it, and "no value" otherwise.
+func signalNow(v *float64, state string, table []client.Level, limit func(client.Level) *float64) string {
+	switch {
+	case v != nil:
+		return percent(v)
+	case state != "" && state != "available":
+		return state
 	}
-	return fmt.Sprintf("%.2f%%", *p)
+	for _, l := range table {
+		if limit(l) != nil {
+			return "no value"
+		}
+	}
+	return "off"
 }
+
+func percent(p *float64) string { return fmt.Sprintf("%.2f%%", *p) }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
@@ -201,65 +255,10 @@ func ago(now, t time.Time) string {
 	return d.String() + " ago"
 }
 
-func watchCmd(environ []string, stdout io.Writer) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "watch",
-		Short: "Print one line per level change until interrupted",
-		Args:  cobra.NoArgs,
-	}
-	r := newRemote(cmd, environ)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c, err := r.client(client.WithFailMode(client.FailLastKnown))
-		if err != nil {
-			return err
-		}
-		ctx := cmd.Context()
-		if _, err := c.Fetch(ctx); err != nil { // fail fast when nothing is there
-			return explain(c, err)
-		}
-		var werr error
-		cancel := c.OnChange(func(_, st client.State) {
-			if werr != nil {
-				return
-			}
-			if r.json {
-				werr = printJSON(stdout, st)
-				return
-			}
-			_, werr = fmt.Fprintln(stdout, watchLine(st))
-		})
-		defer cancel()
-		ctx, stop := context.WithCancel(ctx)
-		defer stop()
-		err = c.Run(ctx)
-		if werr != nil {
-			return werr
-		}
-		if errors.Is(err, context.Canceled) {
-			return nil // Ctrl-C: the normal end of a watch
-		}
-		return err
-	}
-	return cmd
-}
-
-// watchLine is one line of `degraded watch`.
-func watchLine(st client.State) string {
-	at := st.Since
-	if o := st.Override; o != nil && o.SetAt.After(at) {
-		at = o.SetAt
-	}
-	line := fmt.Sprintf("%s  #%d  %-10s threshold %-3d %-8s %s", stamp(at), st.Sequence, st.Level, st.PriorityThreshold, st.Source, st.Reason)
-	if o := st.Override; o != nil {
-		line += fmt.Sprintf("  [override %s %s until %s]", o.Mode, o.Level, stamp(o.ExpiresAt))
-	}
-	return line
-}
-
 func overrideSetCmd(environ []string, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "set LEVEL --ttl 15m --reason TEXT [--floor]",
-		Short:   "Pin the level (or, with --floor, keep it at least LEVEL) for --ttl",
+		Short:   "Pin the level (or, with --floor, keep it at least LEVEL) for --ttl; LEVEL in any case",
 		Example: "  degraded override set Major --ttl 15m --reason 'INC-42: shed search during failover'",
 		Args:    cobra.ExactArgs(1),
 	}
@@ -275,7 +274,13 @@ func overrideSetCmd(environ []string, stdout io.Writer) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		req.Level = args[0]
+		table, err := c.Levels(cmd.Context())
+		if err != nil {
+			return explain(c, err)
+		}
+		if req.Level, err = levelName(table, args[0]); err != nil {
+			return usageError{err}
+		}
 		st, err := c.SetOverride(cmd.Context(), req)
 		if err != nil {
 			return explain(c, err)
@@ -292,6 +297,19 @@ func overrideSetCmd(environ []string, stdout io.Writer) *cobra.Command {
 		return err
 	}
 	return cmd
+}
+
+// levelName finds name in the daemon's table, ignoring case, and returns
+// it as the table spells it.
+func levelName(table []client.Level, name string) (string, error) {
+	names := make([]string, len(table))
+	for i, l := range table {
+		if strings.EqualFold(l.Name, name) {
+			return l.Name, nil
+		}
+		names[i] = l.Name
+	}
+	return "", fmt.Errorf("unknown level %q: the daemon's levels are %s", name, strings.Join(names, ", "))
 }
 
 func overrideClearCmd(environ []string, stdout io.Writer) *cobra.Command {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/api"
+	"github.com/degraded/degraded/client"
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/levels"
 )
@@ -38,10 +42,12 @@ func (w *cliWindow) Totals(time.Time) (int64, int64) {
 
 // cliDaemon serves the real API over HTTP with admin token "adm".
 type cliDaemon struct {
-	ctl *controller.Controller
-	win *cliWindow
-	url string
-	env []string
+	ctl  *controller.Controller
+	win  *cliWindow
+	srv  *httptest.Server
+	url  string
+	env  []string
+	down atomic.Bool // drop every connection, as a dead daemon would
 }
 
 func newCLIDaemon(t *testing.T) *cliDaemon {
@@ -61,9 +67,18 @@ func newCLIDaemon(t *testing.T) *cliDaemon {
 	}
 	tokens := new(atomic.Pointer[api.Tokens])
 	tokens.Store(&api.Tokens{Admin: "adm"})
-	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: d.ctl, Outcomes: d.win, Tokens: tokens}))
+	h := api.NewServer(api.Deps{Controller: d.ctl, Outcomes: d.win, Tokens: tokens})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.down.Load() {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	d.url = srv.URL
+	d.srv, d.url = srv, srv.URL
 	d.env = []string{"DEGRADED_ADDR=" + srv.URL, "DEGRADED_TOKEN=adm"}
 	return d
 }
@@ -82,13 +97,15 @@ func TestStatus(t *testing.T) {
 		"Source    auto (recommended: Minor)", "Reason    error_rate 6.00% > 1% (Minor)",
 		"Override  none", "Disabled  recommendations",
 		"next level: Major", "error rate  6.00%", "> 10.00%", "(100 attempts, 6 failures in the window)",
-		"cpu", "n/a", "> 80.00%",
+		"cpu         no value  > 80.00%", "memory      off       -",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
 	}
-
+	if strings.Contains(out, "n/a") || strings.Contains(out, "Reports") {
+		t.Errorf("status says n/a, or shows refused reports where none were:\n%s", out)
+	}
 	code, out, _ = runCLI(t, d.env, "status", "--json")
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc["level"] != "Minor" || doc["earliest_recovery_at"] == nil {
@@ -158,14 +175,15 @@ func TestClientCommandErrors(t *testing.T) {
 		{"unreachable from the environment", []string{"DEGRADED_ADDR=" + dead}, []string{"watch"}, 1, "cannot reach degraded at " + dead},
 		{"wrong token", []string{"DEGRADED_ADDR=" + d.url, "DEGRADED_TOKEN=nope"}, []string{"override", "clear"}, 1, "refused the token"},
 		{"flag beats environment", d.env, []string{"override", "set", "Major", "--ttl", "1m", "--reason", "x", "--token", "nope"}, 1, "refused the token"},
-		{"unknown level", d.env, []string{"override", "set", "Panic", "--ttl", "1m", "--reason", "x"}, 2, `unknown level "Panic"`},
+		{"unknown level", d.env, []string{"override", "set", "Panic", "--ttl", "1m", "--reason", "x"}, 2, `unknown level "Panic": the daemon's levels are Normal, Minor, Major`},
 		{"ttl over the maximum", d.env, []string{"override", "set", "Major", "--ttl", "48h", "--reason", "x"}, 2, "ttl must be between"},
 		{"missing reason", d.env, []string{"override", "set", "Major", "--ttl", "1m"}, 2, "reason"},
 		{"missing level", d.env, []string{"override", "set", "--ttl", "1m", "--reason", "x"}, 2, "accepts 1 arg"},
 		{"bad ttl", d.env, []string{"override", "set", "Major", "--ttl", "soon", "--reason", "x"}, 2, "ttl"},
 		{"report without counts", d.env, []string{"report"}, 2, "--success and/or --failure"},
 		{"report negative", d.env, []string{"report", "--success", "-1"}, 2, "success must be an integer"},
-		{"bad address", nil, []string{"status", "--addr", "127.0.0.1:8470"}, 2, "--addr"},
+		{"bad address", nil, []string{"status", "--addr", "ftp://127.0.0.1:8470"}, 2, "--addr"},
+		{"host:port unreachable", nil, []string{"status", "--addr", strings.TrimPrefix(dead, "http://")}, 1, "cannot reach degraded at " + dead},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,6 +216,18 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// waitOutput waits, up to 10s, until out holds want.
+func waitOutput(t *testing.T, out *lockedBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch output lacks %q:\n%s", want, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestWatch(t *testing.T) {
 	d := newCLIDaemon(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -205,27 +235,143 @@ func TestWatch(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"watch"}, d.env, &out, &errOut) }()
 
-	waitOutput := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("watch output lacks %q:\n%s", want, out.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitOutput("#0  Normal")
+	waitOutput(t, &out, "#0     Normal")
 	if _, err := d.ctl.SetOverride(controller.OverrideRequest{Level: "Major", Mode: controller.ModePin, TTL: time.Minute, Reason: "INC-7"}); err != nil {
 		t.Fatal(err)
 	}
-	waitOutput("#1  Major")
-	waitOutput("[override pin Major until")
+	waitOutput(t, &out, "#1     Major")
+	waitOutput(t, &out, "[override pin Major until")
+
+	// The daemon goes away: watch says so, with the time, once.
+	d.down.Store(true)
+	d.srv.CloseClientConnections()
+	waitOutput(t, &out, "--     lost contact with degraded")
+	if _, err := d.ctl.SetOverride(controller.OverrideRequest{Level: "Minor", Mode: controller.ModePin, TTL: time.Minute, Reason: "INC-8"}); err != nil {
+		t.Fatal(err)
+	}
+	d.down.Store(false)
+	waitOutput(t, &out, "--     contact with degraded restored after")
+	waitOutput(t, &out, "#2     Minor")
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("watch ended with %v after Ctrl-C, want nil (exit 0)", err)
 	}
-	if n := strings.Count(out.String(), "\n"); n != 2 {
-		t.Errorf("watch printed %d lines, want one per change:\n%s", n, out.String())
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 5 || strings.Count(out.String(), "lost contact") != 1 {
+		t.Errorf("watch printed %d lines, want one per change, one for the loss and one for the return:\n%s", len(lines), out.String())
+	}
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  --     lost contact with degraded; .*: \S`).MatchString(lines[2]) {
+		t.Errorf("the loss line should carry its time and the cause: %q", lines[2])
+	}
+}
+
+// Several changes that reach watch as one state (they shared a health
+// check, or happened while it was reconnecting) are each printed, from the
+// history, in order; the columns stay aligned past #9 and #99.
+func TestWatchPrintsEveryChangeAligned(t *testing.T) {
+	at := time.Date(2026, 11, 30, 8, 15, 6, 0, time.UTC)
+	var asked []uint64
+	var out strings.Builder
+	p := &watcher{w: &out, table: []client.Level{{Name: "Normal"}, {Name: "Minor", PriorityThreshold: 10}, {Name: "Major", PriorityThreshold: 50}}}
+	p.history = func(n uint64) ([]transition, error) {
+		asked = append(asked, n)
+		return []transition{ // newest first, as the daemon sends them
+			{Sequence: 100, To: "Major", Source: "auto", Reason: "error_rate 12.00% > 10% (Major)", At: at},
+			{Sequence: 99, To: "Minor", Source: "auto", Reason: "error_rate 2.00% > 1% (Minor)", At: at},
+			{Sequence: 98, To: "Normal", Source: "override", Reason: "override cleared: x", At: at},
+			{Sequence: 9, To: "Normal", Source: "auto", Reason: "old", At: at},
+		}, nil
+	}
+	p.state(client.State{Level: "Normal", Sequence: 9, Source: "auto", Reason: "started", Since: at})
+	p.state(client.State{Level: "Minor", PriorityThreshold: 10, Sequence: 10, Source: "auto", Reason: "error_rate 2.00% > 1% (Minor)", Since: at})
+	p.state(client.State{Level: "Minor", PriorityThreshold: 10, Sequence: 97, Source: "override", Reason: "override set: pin Minor for 1m0s: x", Since: at})
+	p.state(client.State{Level: "Major", PriorityThreshold: 50, Sequence: 100, Source: "auto", Reason: "error_rate 12.00% > 10% (Major)", Since: at})
+
+	want := `2026-11-30T08:15:06Z  #9     Normal     threshold 0   auto     started
+2026-11-30T08:15:06Z  #10    Minor      threshold 10  auto     error_rate 2.00% > 1% (Minor)
+2026-11-30T08:15:06Z  #97    Minor      threshold 10  override override set: pin Minor for 1m0s: x
+2026-11-30T08:15:06Z  #98    Normal     threshold 0   override override cleared: x
+2026-11-30T08:15:06Z  #99    Minor      threshold 10  auto     error_rate 2.00% > 1% (Minor)
+2026-11-30T08:15:06Z  #100   Major      threshold 50  auto     error_rate 12.00% > 10% (Major)
+`
+	if got := out.String(); got != want {
+		t.Errorf("watch printed:\n%s\nwant:\n%s", got, want)
+	}
+	if fmt.Sprint(asked) != "[87 3]" {
+		t.Errorf("history asked for %v entries, want [87 3]: only around gaps", asked)
+	}
+}
+
+func TestOverrideLevelIgnoresCase(t *testing.T) {
+	d := newCLIDaemon(t)
+	code, out, errOut := runCLI(t, d.env, "override", "set", "mAJOR", "--ttl", "1m", "--reason", "INC-9")
+	if code != 0 || !strings.Contains(out, "override pin Major until") {
+		t.Fatalf("override set mAJOR: exit %d %q %q, want Major pinned", code, out, errOut)
+	}
+	if st := d.ctl.State(); st.Level != "Major" {
+		t.Errorf("daemon at %q, want Major", st.Level)
+	}
+}
+
+func TestAddrWithoutScheme(t *testing.T) {
+	d := newCLIDaemon(t)
+	code, out, errOut := runCLI(t, nil, "status", "--addr", strings.TrimPrefix(d.url, "http://"))
+	if code != 0 || !strings.Contains(out, "Level     Normal (0 of 2): nothing shed") {
+		t.Errorf("status --addr host:port: exit %d %q %q, want the status at Normal with nothing shed", code, out, errOut)
+	}
+	env := []string{"DEGRADED_ADDR=" + strings.TrimPrefix(d.url, "http://"), "DEGRADED_TOKEN=adm"}
+	if code, _, errOut := runCLI(t, env, "override", "clear"); code != 0 {
+		t.Errorf("DEGRADED_ADDR as host:port: exit %d %q", code, errOut)
+	}
+}
+
+// A newer daemon counts refused reports and the live window in "reports",
+// and each signal's state in signals.status: status shows them.
+func TestStatusShowsRefusedReportsAndTheLiveWindow(t *testing.T) {
+	levelsDoc := `{"levels":[{"name":"Normal","index":0,"priority_threshold":0},` +
+		`{"name":"Minor","index":1,"priority_threshold":10,"error_rate_percent":1,"cpu_percent":60},` +
+		`{"name":"Major","index":2,"priority_threshold":50,"error_rate_percent":10,"cpu_percent":80}]}`
+	state := func(refused int64) string {
+		return fmt.Sprintf(`{"level":"Normal","index":0,"priority_threshold":0,"source":"auto","recommended":"Normal","reason":"started",`+
+			`"since":"2026-12-01T09:00:00Z","sequence":0,"override":null,"disabled_features":[],`+
+			`"signals":{"cpu_percent":null,"memory_percent":null,"error_rate_percent":null,"window_attempts":0,"window_failures":0,`+
+			`"status":{"cpu":"failed","memory":"off","error_rate":"absent"}},`+
+			`"reports":{"refused_total":%d,"last_refused_at":"2026-12-01T10:00:00Z","window_attempts":5,"window_failures":1}}`, refused)
+	}
+	var refused atomic.Int64
+	refused.Store(12)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/level":
+			fmt.Fprintln(w, state(refused.Load()))
+		case "/v1/levels":
+			fmt.Fprintln(w, levelsDoc)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	code, out, errOut := runCLI(t, nil, "status", "--addr", srv.URL)
+	if code != 0 {
+		t.Fatalf("status: exit %d %s", code, errOut)
+	}
+	for _, want := range []string{
+		"Level     Normal (0 of 2): nothing shed",
+		"Reports   12 refused (last 2026-12-01T10:00:00Z, ",
+		": check the report token",
+		"(5 attempts, 1 failures in the window)",
+		"cpu         failed  > 60.00%", "memory      off     -", "error rate  absent  > 1.00%",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	refused.Store(0)
+	if _, out, _ := runCLI(t, nil, "status", "--addr", srv.URL); strings.Contains(out, "Reports") {
+		t.Errorf("with no refused reports status should not mention them:\n%s", out)
+	}
+	if _, out, _ := runCLI(t, nil, "status", "--addr", srv.URL, "--json"); !strings.Contains(out, `"refused_total":0`) {
+		t.Errorf("status --json should pass the daemon's document through, reports included: %s", out)
 	}
 }

@@ -37,19 +37,11 @@ func validateCmd(environ []string, stdout io.Writer) *cobra.Command {
 func versionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the module version, the VCS revision and the Go toolchain of this binary",
 		Args:  cobra.NoArgs,
-		Run: func(*cobra.Command, []string) {
-			version, revision := "(devel)", ""
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				version = bi.Main.Version
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						revision = " " + s.Value
-					}
-				}
-			}
-			fmt.Fprintf(stdout, "degraded %s%s\n", version, revision)
+		RunE: func(*cobra.Command, []string) error {
+			_, err := io.WriteString(stdout, versionText(debug.ReadBuildInfo()))
+			return err
 		},
 	}
 }

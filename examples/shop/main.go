@@ -5,6 +5,10 @@
 // /admin/fail endpoint makes it fail on purpose, to watch the daemon react.
 //
 //	go run ./examples/shop -listen 127.0.0.1:8080 -degraded http://127.0.0.1:8470
+//
+// The environment: DEGRADED_ADDR, the daemon's base URL when -degraded is
+// not given, and DEGRADED_REPORT_TOKEN, the daemon's auth.report_token.
+// GET /healthz is never shed, for probes.
 package main
 
 import (
@@ -15,7 +19,6 @@ import (
 	"fmt"
 	"log"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
@@ -29,8 +32,12 @@ import (
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:8080", "address to serve the shop on")
-	addr := flag.String("degraded", "http://127.0.0.1:8470", "degraded daemon base URL")
+	defaultAddr := "http://127.0.0.1:8470"
+	if v := os.Getenv("DEGRADED_ADDR"); v != "" {
+		defaultAddr = v
+	}
+	listen := flag.String("listen", "127.0.0.1:8080", "address to serve the shop on (\":8080\" in a container, where probes come to the pod IP)")
+	addr := flag.String("degraded", defaultAddr, "degraded daemon base URL (env DEGRADED_ADDR)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,6 +85,7 @@ const (
 type shop struct {
 	c        *client.Client
 	failRate atomic.Uint64 // math.Float64bits of the share of requests to fail
+	served   atomic.Uint64 // requests that reached a failing handler
 }
 
 func newShop(c *client.Client) *shop { return &shop{c: c} }
@@ -92,14 +100,18 @@ func (s *shop) routes() http.Handler {
 	mux.Handle("GET /recommendations", with(priorityBrowse, s.recommendations))
 	mux.Handle("POST /checkout", with(priorityCheckout, s.checkout))
 	mux.HandleFunc("POST /admin/fail", s.setFailRate) // not behind the middleware: never shed
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok") // never shed: a probe must not fail because the level is high
+	})
 	return mux
 }
 
 // failing makes a share of requests fail with 500, as a broken database
-// would.
+// would: evenly spread, so that any run of requests fails at that rate.
 func (s *shop) failing(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if rand.Float64() < math.Float64frombits(s.failRate.Load()) {
+		rate, n := math.Float64frombits(s.failRate.Load()), float64(s.served.Add(1))
+		if math.Floor(n*rate) > math.Floor((n-1)*rate) {
 			http.Error(w, "database unavailable", http.StatusInternalServerError)
 			return
 		}
@@ -119,15 +131,17 @@ func (s *shop) setFailRate(w http.ResponseWriter, r *http.Request) {
 
 func (s *shop) products(w http.ResponseWriter, _ *http.Request) {
 	page := map[string]any{"products": []string{"kettle", "teapot", "mug"}}
-	if s.c.Feature("recommendations") { // Defcon knob: off from Minor up
+	if s.c.Feature("recommendations") { // Defcon knob: off from Minor up (degraded.yaml)
 		page["also_bought"] = []string{"tea cosy"}
 	}
 	writeJSON(w, page)
 }
 
 // recommendations is a page (priority 50) whose personalisation is
-// priority 10: personalised while admitted, bestsellers from a cache at
-// Moderate, and an empty list from Major up, where no fallback applies.
+// priority 10: personalised while admitted (Normal, Minor), bestsellers
+// from a cache from Moderate up, and the page itself is shed from Severe.
+// An empty list answers ErrShed, which Do returns only before the client
+// has learned the level order.
 func (s *shop) recommendations(w http.ResponseWriter, r *http.Request) {
 	items, err := client.Do(r.Context(), s.c, client.Operation[[]string]{
 		Priority: priorityRecommendations,

@@ -78,7 +78,9 @@ func newDaemon(t testing.TB) *daemon {
 		t.Fatal(err)
 	}
 	d.ctl = c
-	d.h = api.NewServer(api.Deps{Controller: c, Outcomes: d.win})
+	// Reached as http://degraded.test below: a tokenless daemon serves
+	// only the Host names it is told about (DNS-rebinding protection).
+	d.h = api.NewServer(api.Deps{Controller: c, Outcomes: d.win, AllowedHosts: func() []string { return []string{"degraded.test"} }})
 	tr := &http.Transport{DialContext: d.dial, MaxIdleConnsPerHost: 100}
 	d.http = &http.Client{Transport: tr}
 	t.Cleanup(func() {

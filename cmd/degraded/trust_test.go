@@ -17,8 +17,8 @@ import (
 // found: restarts and reloads mid-incident, a second daemon, crashes, and
 // reloads that would open a hole.
 
-// statusDoc is the part of the state document these tests read.
-type statusDoc struct {
+// stateDoc is the part of the state document these tests read.
+type stateDoc struct {
 	Level    string `json:"level"`
 	Sequence uint64 `json:"sequence"`
 	Reason   string `json:"reason"`
@@ -27,10 +27,10 @@ type statusDoc struct {
 	} `json:"signals"`
 }
 
-func (d *process) status(t *testing.T) statusDoc {
+func (d *process) status(t *testing.T) stateDoc {
 	t.Helper()
 	resp, body := d.request(t, "GET", "/v1/level", "", "")
-	var doc statusDoc
+	var doc stateDoc
 	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &doc) != nil {
 		t.Fatalf("GET /v1/level: %d %s", resp.StatusCode, body)
 	}
@@ -38,7 +38,7 @@ func (d *process) status(t *testing.T) statusDoc {
 }
 
 // waitLevel polls until the level is want, for at most 15s.
-func (d *process) waitLevel(t *testing.T, want string) statusDoc {
+func (d *process) waitLevel(t *testing.T, want string) stateDoc {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

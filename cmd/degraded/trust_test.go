@@ -328,3 +328,43 @@ func TestConfigThatNeverEnds(t *testing.T) {
 	}
 	d.stop(t)
 }
+
+// TestBrowserCannotDriveTheDaemon: a tokenless loopback daemon refuses a
+// cross-site form post to /-/reload (403) and a DNS-rebound Host (421),
+// while the operator's own requests go through.
+func TestBrowserCannotDriveTheDaemon(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "listen: 127.0.0.1:0\ndata_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}}\n")
+	d := start(t, "serve", "--config", cfg)
+	do := func(method, path, body string, header map[string]string) int {
+		req, err := newRequest(method, d.url+path, "", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		if h, ok := header["Host"]; ok {
+			req.Host = h
+		}
+		resp, err := shortClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := do("POST", "/-/reload", "x", map[string]string{"Content-Type": "text/plain", "Origin": "https://evil.example"}); got != 403 {
+		t.Errorf("cross-site POST /-/reload: %d, want 403", got)
+	}
+	if got := do("PUT", "/v1/override", `{"level":"Major","ttl":"1m","reason":"x"}`, map[string]string{"Host": "rebind.evil.example"}); got != 421 {
+		t.Errorf("PUT /v1/override with Host rebind.evil.example: %d, want 421", got)
+	}
+	if doc := d.status(t); doc.Level != "Normal" {
+		t.Errorf("level %s after refused requests, want Normal", doc.Level)
+	}
+	if got := do("PUT", "/v1/override", `{"level":"Major","ttl":"1m","reason":"x"}`, map[string]string{"Host": "localhost"}); got != 200 {
+		t.Errorf("PUT /v1/override from localhost: %d, want 200", got)
+	}
+	d.stop(t)
+}

@@ -398,6 +398,7 @@ func (d *daemon) reload(load loader) error {
 		"listen":                    old.Listen != cfg.Listen,
 		"data_dir":                  old.DataDir != cfg.DataDir,
 		"tls":                       old.TLS != cfg.TLS,
+		"max_connections":           old.MaxConnections != cfg.MaxConnections,
 		"error_rate_window":         old.ErrorRateWindow != cfg.ErrorRateWindow,
 		"error_rate_window_buckets": old.ErrorRateWindowBuckets != cfg.ErrorRateWindowBuckets,
 		"sse":                       old.SSE != cfg.SSE,

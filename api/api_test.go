@@ -17,14 +17,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func pct(v float64) *float64 { return &v }
-
 func testTable(t testing.TB) *levels.Table {
 	t.Helper()
 	tab, err := levels.NewTable([]levels.Level{
-		{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: pct(1), CPUPercent: pct(60), Disable: []string{"recommendations"}},
-		{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: pct(5), CPUPercent: pct(70)},
-		{Name: "Major", PriorityThreshold: 50, ErrorRatePercent: pct(10), CPUPercent: pct(80)},
+		{Name: "Minor", PriorityThreshold: 10, Thresholds: levels.Thresholds{levels.ErrorRate: 1, levels.CPU: 60}, Disable: []string{"recommendations"}},
+		{Name: "Moderate", PriorityThreshold: 30, Thresholds: levels.Thresholds{levels.ErrorRate: 5, levels.CPU: 70}},
+		{Name: "Major", PriorityThreshold: 50, Thresholds: levels.Thresholds{levels.ErrorRate: 10, levels.CPU: 80}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +364,12 @@ func TestOverrideAndAuth(t *testing.T) {
 
 func TestLevelsAndProbes(t *testing.T) {
 	r := newRig(t, Deps{})
-	ls := decodeBody[map[string][]levelRow](t, r.do("GET", "/v1/levels", ""))["levels"]
+	type row struct {
+		Name       string   `json:"name"`
+		CPUPercent *float64 `json:"cpu_percent"`
+		Disable    []string `json:"disable"`
+	}
+	ls := decodeBody[map[string][]row](t, r.do("GET", "/v1/levels", ""))["levels"]
 	if len(ls) != 4 || ls[0].Name != "Normal" || ls[0].CPUPercent != nil || ls[3].Name != "Major" || *ls[3].CPUPercent != 80 || ls[1].Disable[0] != "recommendations" {
 		t.Errorf("levels %+v", ls)
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 )
 
 // dashboardFS holds the dashboard's static files. They are plain HTML, CSS
@@ -102,7 +102,7 @@ func handleDashboard() http.HandlerFunc {
 
 // samplesBody is the body of GET /v1/samples.
 type samplesBody struct {
-	Samples []controller.Signals `json:"samples"`
+	Samples []levels.Sample `json:"samples"`
 }
 
 // handleSamples serves the signals of recent health checks, oldest first:
@@ -112,7 +112,7 @@ func handleSamples(c Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		s := c.Samples()
 		if s == nil {
-			s = []controller.Signals{}
+			s = []levels.Sample{}
 		}
 		w.Header().Set("Cache-Control", "no-cache")
 		writeJSON(w, http.StatusOK, samplesBody{Samples: s})

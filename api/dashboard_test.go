@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 )
 
 func TestDashboardPage(t *testing.T) {
@@ -104,7 +104,7 @@ func between(t *testing.T, s, open, closing string) string {
 
 func TestSamples(t *testing.T) {
 	r := newRig(t, Deps{})
-	got := decodeBody[map[string][]controller.Signals](t, r.do("GET", "/v1/samples", ""))
+	got := decodeBody[map[string][]levels.Sample](t, r.do("GET", "/v1/samples", ""))
 	if s, ok := got["samples"]; !ok || s == nil || len(s) != 0 {
 		t.Fatalf("before any health check: %v, want {\"samples\":[]}", got)
 	}
@@ -119,15 +119,15 @@ func TestSamples(t *testing.T) {
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /v1/samples: %d %s", w.Code, w.Header().Get("Content-Type"))
 	}
-	samples := decodeBody[map[string][]controller.Signals](t, w)["samples"]
+	samples := decodeBody[map[string][]levels.Sample](t, w)["samples"]
 	if len(samples) != 3 {
 		t.Fatalf("%d samples, want 3 (one per health check)", len(samples))
 	}
 	for i, s := range samples {
-		if s.SampledAt == nil {
+		if s.SampledAt.IsZero() {
 			t.Fatalf("sample %d has no sampled_at", i)
 		}
-		if i > 0 && s.SampledAt.Before(*samples[i-1].SampledAt) {
+		if i > 0 && s.SampledAt.Before(samples[i-1].SampledAt) {
 			t.Errorf("sample %d at %v is before sample %d at %v: want oldest first", i, s.SampledAt, i-1, samples[i-1].SampledAt)
 		}
 	}

@@ -25,9 +25,8 @@ type Metrics struct {
 	authFailures    *prometheus.CounterVec
 	blind           prometheus.Gauge
 	signalState     *prometheus.GaugeVec
-	cpu             prometheus.Gauge
-	memory          prometheus.Gauge
-	errorRate       prometheus.Gauge
+	signalGauges    map[levels.Signal]prometheus.Gauge // signal_<key>, e.g. signal_cpu_percent
+	signalValue     *prometheus.GaugeVec
 	outcomesTotal   *prometheus.CounterVec
 	successes       prometheus.Counter // outcomesTotal{result="success"}, looked up once
 	failures        prometheus.Counter
@@ -65,9 +64,8 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		authFailures:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "auth_failures_total", Help: "Requests refused for a missing or wrong bearer token, by route."}, []string{"route"}),
 		blind:          g("blind", "1 while the daemon sees no signal at all, so it cannot step down by itself."),
 		signalState:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "signal_state", Help: "1 for each signal's state at the last health check: available, warming, failed, absent or off."}, []string{"signal", "state"}),
-		cpu:            g("signal_cpu_percent", "CPU use at the last health check, percent (NaN when unavailable)."),
-		memory:         g("signal_memory_percent", "Memory use at the last health check, percent (NaN when unavailable)."),
-		errorRate:      g("signal_error_rate_percent", "Error rate over the window at the last health check, percent (NaN when unavailable)."),
+		signalValue:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "signal_value", Help: "Each signal's value at the last health check (NaN without a value)."}, []string{"signal"}),
+		signalGauges:   make(map[levels.Signal]prometheus.Gauge, levels.NumSignals),
 		outcomesTotal:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "outcomes_total", Help: "Outcomes reported by services."}, []string{"result"}),
 		overrideActive: g("override_active", "1 while an operator override is active."),
 		overrideExpiry: g("override_expiry_timestamp_seconds", "When the active override expires, Unix seconds; 0 without one."),
@@ -81,12 +79,17 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
 		levelNames:      append([]string(nil), levelNames...),
 	}
-	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.cpu, m.memory, m.errorRate,
+	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.signalValue,
 		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
 	m.failures = m.outcomesTotal.WithLabelValues("failure")
 	for _, sig := range levels.AllSignals {
+		gauge := g("signal_"+sig.Key(), "The "+sig.String()+" signal at the last health check (NaN without a value).")
+		reg.MustRegister(gauge)
+		gauge.Set(math.NaN())
+		m.signalGauges[sig] = gauge
+		m.signalValue.WithLabelValues(sig.String()).Set(math.NaN())
 		if sig != levels.ErrorRate {
 			m.sampleErrors.WithLabelValues(sig.String())
 		}
@@ -108,9 +111,6 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 	}
 	m.reloadOK.Set(1)
 	m.reloadTimestamp.Set(float64(time.Now().Unix()))
-	for _, g := range []prometheus.Gauge{m.cpu, m.memory, m.errorRate} {
-		g.Set(math.NaN())
-	}
 	return m
 }
 
@@ -139,13 +139,21 @@ func (m *Metrics) Published(s *controller.State) {
 		m.overrideActive.Set(0)
 		m.overrideExpiry.Set(0)
 	}
-	m.cpu.Set(orNaN(s.Signals.CPUPercent))
-	m.memory.Set(orNaN(s.Signals.MemoryPercent))
-	m.errorRate.Set(orNaN(s.Signals.ErrorRatePercent))
+	for sig, gauge := range m.signalGauges {
+		v, ok := s.Signals.Value(sig)
+		if !ok {
+			v = math.NaN()
+		}
+		gauge.Set(v)
+		m.signalValue.WithLabelValues(sig.String()).Set(v)
+	}
 	m.blind.Set(boolValue(s.Blind))
-	for name, state := range s.Signals.Status {
-		for _, st := range levels.SignalStates {
-			m.signalState.WithLabelValues(name, st.String()).Set(boolValue(st.String() == state))
+	if !s.Signals.SampledAt.IsZero() {
+		for _, sig := range levels.AllSignals {
+			state := s.Signals.State(sig)
+			for _, st := range levels.SignalStates {
+				m.signalState.WithLabelValues(sig.String(), st.String()).Set(boolValue(st == state))
+			}
 		}
 	}
 }
@@ -207,13 +215,6 @@ func (m *Metrics) SetLevelNames(names []string) {
 		m.levelInfo.WithLabelValues(n).Set(0)
 	}
 	m.levelNames = append([]string(nil), names...)
-}
-
-func orNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
 }
 
 // StateRecovered records that the state was resumed from the previous copy.

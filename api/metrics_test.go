@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -139,7 +140,10 @@ func TestLevelChangesCounted(t *testing.T) {
 // signal's state reach degraded_blind and degraded_signal_state.
 func TestBlindAndSignalStates(t *testing.T) {
 	r := newRig(t, Deps{})
-	r.m.Published(&controller.State{Level: "Normal", Blind: true, Signals: controller.Signals{Status: map[string]string{"cpu": "failed", "memory": "off", "error_rate": "warming"}}})
+	r.m.Published(&controller.State{Level: "Normal", Blind: true, Signals: levels.Sample{
+		SampledAt: time.Now(),
+		States:    map[levels.Signal]levels.SignalState{levels.CPU: levels.Failed, levels.Memory: levels.Off, levels.ErrorRate: levels.Warming},
+	}})
 	if got := gaugeValue(t, r, "degraded_blind"); got != 1 {
 		t.Errorf("degraded_blind = %v for a blind state, want 1", got)
 	}

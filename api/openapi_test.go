@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/degraded/degraded/controller"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
-
-	"github.com/degraded/degraded/controller"
 )
 
 // specCheck says what api/openapi.yaml must make of a request.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 )
 
 func handleHealthz() http.HandlerFunc {
@@ -26,28 +27,31 @@ func handleReadyz(c Controller) http.HandlerFunc {
 	}
 }
 
-type levelRow struct {
-	Name              string   `json:"name"`
-	Index             int      `json:"index"`
-	PriorityThreshold int      `json:"priority_threshold"`
-	ErrorRatePercent  *float64 `json:"error_rate_percent"`
-	CPUPercent        *float64 `json:"cpu_percent"`
-	MemoryPercent     *float64 `json:"memory_percent"`
-	Disable           []string `json:"disable"`
+// levelRow is one level of GET /v1/levels: its name, index, priority
+// threshold, every signal's threshold under the signal's Key (null where
+// the signal never triggers it) and its disable list.
+func levelRow(i int, l levels.Level) map[string]any {
+	row := map[string]any{
+		"name": l.Name, "index": i, "priority_threshold": l.PriorityThreshold,
+		"disable": append([]string{}, l.Disable...),
+	}
+	for _, sig := range levels.AllSignals {
+		row[sig.Key()] = nil
+		if v, ok := l.Threshold(sig); ok {
+			row[sig.Key()] = v
+		}
+	}
+	return row
 }
 
 func handleLevels(c Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		ls := c.Table().Levels()
-		rows := make([]levelRow, len(ls))
+		rows := make([]map[string]any, len(ls))
 		for i, l := range ls {
-			rows[i] = levelRow{
-				Name: l.Name, Index: i, PriorityThreshold: l.PriorityThreshold,
-				ErrorRatePercent: l.ErrorRatePercent, CPUPercent: l.CPUPercent, MemoryPercent: l.MemoryPercent,
-				Disable: append([]string{}, l.Disable...),
-			}
+			rows[i] = levelRow(i, l)
 		}
-		writeJSON(w, http.StatusOK, map[string][]levelRow{"levels": rows})
+		writeJSON(w, http.StatusOK, map[string]any{"levels": rows})
 	}
 }
 

@@ -18,7 +18,7 @@ type Controller interface {
 	Sampled() <-chan struct{}
 	Ready() bool
 	History(limit int) []controller.Transition
-	Samples() []controller.Signals
+	Samples() []levels.Sample
 	Table() *levels.Table
 	SetOverride(controller.OverrideRequest) (*controller.State, error)
 	ClearOverride() (*controller.State, error)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 )
 
 // sseEvent is one parsed Server-Sent Event; comment lines become an event
@@ -140,8 +141,8 @@ func TestStream(t *testing.T) {
 
 	r.c.Check(context.Background())
 	ev := next(t, events, func(ev sseEvent) bool { return ev.Event == "sample" })
-	var sig controller.Signals
-	if err := json.Unmarshal([]byte(ev.Data), &sig); err != nil || sig.SampledAt == nil {
+	var sig levels.Sample
+	if err := json.Unmarshal([]byte(ev.Data), &sig); err != nil || sig.SampledAt.IsZero() {
 		t.Errorf("sample event %q: %v, want signals with sampled_at", ev.Data, err)
 	}
 }

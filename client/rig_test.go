@@ -18,15 +18,14 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func pct(v float64) *float64 { return &v }
 
 func testTable(t testing.TB) *levels.Table {
 	t.Helper()
 	tab, err := levels.NewTable([]levels.Level{
-		{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: pct(1), Disable: []string{"recommendations"}},
-		{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: pct(5)},
-		{Name: "Major", PriorityThreshold: 50, ErrorRatePercent: pct(10), Disable: []string{"search"}},
-		{Name: "Severe", PriorityThreshold: 70, ErrorRatePercent: pct(25)},
+		{Name: "Minor", PriorityThreshold: 10, Thresholds: levels.Thresholds{levels.ErrorRate: 1}, Disable: []string{"recommendations"}},
+		{Name: "Moderate", PriorityThreshold: 30, Thresholds: levels.Thresholds{levels.ErrorRate: 5}},
+		{Name: "Major", PriorityThreshold: 50, Thresholds: levels.Thresholds{levels.ErrorRate: 10}, Disable: []string{"search"}},
+		{Name: "Severe", PriorityThreshold: 70, Thresholds: levels.Thresholds{levels.ErrorRate: 25}},
 	})
 	if err != nil {
 		t.Fatal(err)

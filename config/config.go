@@ -142,7 +142,9 @@ type Level struct {
 	// PriorityThreshold is the lowest priority admitted at this level.
 	PriorityThreshold int `koanf:"priority_threshold"`
 	// ErrorRatePercent, CPUPercent and MemoryPercent are the values, in
-	// (0, 100], a signal must strictly exceed to ask for this level.
+	// (0, 100], a signal must strictly exceed to ask for this level. Each
+	// key is its signal's levels.Signal.Key (TestThresholdKeysAreTheSignals);
+	// thresholds maps them.
 	ErrorRatePercent *float64 `koanf:"error_rate_percent"`
 	CPUPercent       *float64 `koanf:"cpu_percent"`
 	MemoryPercent    *float64 `koanf:"memory_percent"`
@@ -155,22 +157,28 @@ type Level struct {
 func (c *Config) Table() (*levels.Table, error) {
 	ls := make([]levels.Level, len(c.Levels))
 	for i, l := range c.Levels {
+		ths := levels.Thresholds{}
+		for sig, p := range l.thresholds() {
+			if p != nil {
+				ths[sig] = *p
+			}
+		}
 		ls[i] = levels.Level{
 			Name:              l.Name,
 			PriorityThreshold: l.PriorityThreshold,
-			ErrorRatePercent:  copyFloat(l.ErrorRatePercent),
-			CPUPercent:        copyFloat(l.CPUPercent),
-			MemoryPercent:     copyFloat(l.MemoryPercent),
+			Thresholds:        ths,
 			Disable:           append([]string(nil), l.Disable...),
 		}
 	}
 	return levels.NewTable(ls)
 }
 
-func copyFloat(p *float64) *float64 {
-	if p == nil {
-		return nil
+// thresholds maps each signal to this level's threshold (nil: none). It is
+// the one place config lists the signals' threshold fields.
+func (l *Level) thresholds() map[levels.Signal]*float64 {
+	return map[levels.Signal]*float64{
+		levels.ErrorRate: l.ErrorRatePercent,
+		levels.CPU:       l.CPUPercent,
+		levels.Memory:    l.MemoryPercent,
 	}
-	v := *p
-	return &v
 }

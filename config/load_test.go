@@ -283,8 +283,8 @@ levels:
 		if diff := cmp.Diff([]string{"recommendations", "search"}, tab.DisabledFeatures(2)); diff != "" {
 			t.Errorf("disabled at Shedding (-want +got):\n%s", diff)
 		}
-		if l := tab.Level(1); l.ErrorRatePercent != nil || l.MemoryPercent != nil {
-			t.Errorf("Busy thresholds error_rate %v memory %v, want nil (never triggers)", l.ErrorRatePercent, l.MemoryPercent)
+		if l := tab.Level(1); len(l.Thresholds) != 1 {
+			t.Errorf("Busy thresholds %v, want only cpu (error_rate and memory never trigger)", l.Thresholds)
 		}
 	})
 	t.Run("an empty list is a problem, not the defaults", func(t *testing.T) {

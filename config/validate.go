@@ -184,22 +184,21 @@ func (v *validator) levels(ls []Level) {
 		default:
 			prevPriority = i
 		}
-		for _, s := range []struct {
-			name string
-			p    *float64
-		}{{"error_rate_percent", l.ErrorRatePercent}, {"cpu_percent", l.CPUPercent}, {"memory_percent", l.MemoryPercent}} {
-			if s.p == nil {
+		ths := l.thresholds()
+		for _, sig := range levels.AllSignals {
+			p := ths[sig]
+			if p == nil {
 				continue
 			}
-			x := *s.p
-			prev := prevSignal[s.name]
+			x, name := *p, sig.Key()
+			prev := prevSignal[name]
 			switch {
 			case !(x > 0 && x <= 100):
-				v.add(key(s.name), "must be in (0, 100]", x)
+				v.add(key(name), "must be in (0, 100]", x)
 			case prev != nil && x < prev.v:
-				v.add(key(s.name), fmt.Sprintf("must be >= levels[%d].%s (%v)", prev.i, s.name, prev.v), x)
+				v.add(key(name), fmt.Sprintf("must be >= levels[%d].%s (%v)", prev.i, name, prev.v), x)
 			default:
-				prevSignal[s.name] = &last{i, x}
+				prevSignal[name] = &last{i, x}
 			}
 		}
 		for j, f := range l.Disable {

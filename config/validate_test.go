@@ -10,10 +10,12 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/degraded/degraded/levels"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -331,5 +333,29 @@ func TestAdminToken(t *testing.T) {
 				t.Errorf("AdminToken() = %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestThresholdKeysAreTheSignals: each threshold field's key is its
+// signal's Key, so levels, config and GET /v1/levels name them alike.
+func TestThresholdKeysAreTheSignals(t *testing.T) {
+	var l Level
+	typ := reflect.TypeOf(l)
+	fields := map[*float64]string{}
+	v := reflect.ValueOf(&l).Elem()
+	for i := range typ.NumField() {
+		if p, ok := v.Field(i).Addr().Interface().(**float64); ok {
+			*p = new(float64)
+			fields[*p] = typ.Field(i).Tag.Get("koanf")
+		}
+	}
+	ths := l.thresholds()
+	if len(ths) != len(levels.AllSignals) || len(fields) != len(levels.AllSignals) {
+		t.Fatalf("%d threshold fields, %d mapped, %d signals: one field per signal", len(fields), len(ths), len(levels.AllSignals))
+	}
+	for sig, p := range ths {
+		if fields[p] != sig.Key() {
+			t.Errorf("%s's threshold field has key %q, want %q", sig, fields[p], sig.Key())
+		}
 	}
 }

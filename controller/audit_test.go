@@ -110,7 +110,7 @@ func TestStateDocument(t *testing.T) {
 		}
 		r.errs.set(9, 9) // below min_throughput: unavailable
 		r.c.Check(ctx)
-		if st := r.c.State(); st.Signals.ErrorRatePercent != nil || st.Signals.WindowAttempts != 9 || st.Level != "Normal" {
+		if st := r.c.State(); hasValue(st, levels.ErrorRate) || st.Signals.WindowAttempts != 9 || st.Level != "Normal" {
 			t.Fatalf("below min_throughput: %+v, want the rate unavailable and Normal", st.Signals)
 		}
 		r.errs.set(1000, 61)
@@ -253,8 +253,8 @@ func TestSamplesRingCoversTenMinutes(t *testing.T) {
 		if len(s) != 20 {
 			t.Fatalf("kept %d samples, want 20 (10 minutes at 30s)", len(s))
 		}
-		if *s[0].CPUPercent != 5 || *s[19].CPUPercent != 24 {
-			t.Errorf("samples span cpu %v..%v, want the newest 5..24", *s[0].CPUPercent, *s[19].CPUPercent)
+		if s[0].Values[levels.CPU] != 5 || s[19].Values[levels.CPU] != 24 {
+			t.Errorf("samples span cpu %v..%v, want the newest 5..24", s[0].Values[levels.CPU], s[19].Values[levels.CPU])
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// rules are the options the pure rules of levels.Next take.
+func (o Options) rules() levels.Rules {
+	return levels.Rules{
+		MinimumLevelDuration: o.MinimumLevelDuration,
+		EscalationDelay:      o.EscalationDelay,
+		EscalateAfter:        o.EscalateAfter,
+		Hysteresis:           o.Hysteresis,
+		BlindHold:            o.BlindHold,
+		ManualOnly:           o.ManualOnly,
+	}
+}
+
 func (o Options) withDefaults() Options {
 	if o.HealthCheckInterval <= 0 {
 		o.HealthCheckInterval = 30 * time.Second
@@ -107,29 +120,22 @@ type Controller struct {
 	saveMu sync.Mutex // serialises Store.Save; taken before mu, never inside it
 	obsMu  sync.Mutex // orders Observer.Published calls: the last one sees the latest state
 
-	mu          sync.Mutex // guards everything below
-	opts        Options
-	pub         int       // published level index
-	since       time.Time // when pub last changed: the dwell clock
-	reason      string
-	auto        int // automatic level, computed even under an override
-	autoSince   time.Time
-	ovr         *Override
-	ovrIndex    int
-	ovrEnds     time.Time // ExpiresAt with the monotonic reading, while this process runs
-	seq         uint64
-	history     []Transition // oldest first, at most HistoryLimit
-	pending     int          // consecutive ticks asking for more than auto
-	pendingMin  int
-	recommended int
-	last        levels.Sample                // the last health check's sample, re-read by a reload
-	seen        [levels.NumSignals]time.Time // per signal: last available, or (re)created
-	errSince    time.Time                    // when the error window came into use
-	blind       bool                         // no signal could see at the last check
-	signals     Signals
-	samples     []Signals // ring of recent health checks, oldest first
-	ready       bool
-	lastKey     docKey // what clients act on in the last published state
+	mu       sync.Mutex // guards everything below
+	opts     Options
+	pub      int       // published level index
+	since    time.Time // when pub last changed: the dwell clock
+	reason   string
+	auto     levels.Auto // the automatic level, computed even under an override
+	ovr      *Override
+	ovrIndex int
+	ovrEnds  time.Time // ExpiresAt with the monotonic reading, while this process runs
+	seq      uint64
+	history  []Transition    // oldest first, at most HistoryLimit
+	errSince time.Time       // when the error window came into use
+	signals  levels.Sample   // the last health check's sample
+	samples  []levels.Sample // ring of recent health checks, oldest first
+	ready    bool
+	lastKey  docKey // what clients act on in the last published state
 
 	state    atomic.Pointer[State]
 	levelCh  notifier // fires when Sequence changes
@@ -154,9 +160,10 @@ func New(o Options) (*Controller, error) {
 	o = o.withDefaults()
 	c := &Controller{opts: o, reload: make(chan struct{}, 1), store: o.Store, observer: o.Observer, log: o.Logger}
 	now := time.Now()
-	c.since, c.autoSince, c.errSince = now, now, now
-	for i := range c.seen {
-		c.seen[i] = now
+	c.since, c.errSince = now, now
+	c.auto.Since = now
+	for i := range c.auto.Seen {
+		c.auto.Seen[i] = now
 	}
 	c.reason = "started"
 	if c.store != nil {
@@ -192,14 +199,14 @@ func recoveredFrom(s Store) bool {
 // it is republished at the reserved sequence ceiling + 1.
 func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
 	t := c.opts.Table
-	c.since, c.autoSince = clampPast(p.Since, now), clampPast(p.AutoSince, now)
+	c.since, c.auto.Since = clampPast(p.Since, now), clampPast(p.AutoSince, now)
 	c.reason = p.Reason
 	c.seq = p.Sequence
 	c.history = append([]Transition(nil), p.History...)
 	if len(c.history) > HistoryLimit {
 		c.history = c.history[len(c.history)-HistoryLimit:]
 	}
-	c.auto, _ = t.Map(p.Auto, p.priority(p.Auto))
+	c.auto.Level, _ = t.Map(p.Auto, p.priority(p.Auto))
 	var removed []string
 	pub, found := t.Map(p.Level, p.priority(p.Level))
 	if !found {
@@ -266,11 +273,12 @@ func (c *Controller) History(limit int) []Transition {
 }
 
 // Samples returns the signals of recent health checks, oldest first: at
-// most SamplesLimit, covering about SamplesSpan.
-func (c *Controller) Samples() []Signals {
+// most SamplesLimit, covering about SamplesSpan. The samples are shared
+// and must not be modified.
+func (c *Controller) Samples() []levels.Sample {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Signals(nil), c.samples...)
+	return append([]levels.Sample(nil), c.samples...)
 }
 
 // Table returns the level table in force.
@@ -322,48 +330,45 @@ func (c *Controller) Check(ctx context.Context) {
 	c.mu.Unlock()
 
 	var failed []string
-	var states [levels.NumSignals]levels.SignalState
-	sample := levels.Sample{SampledAt: start.UTC()}
-	for _, sig := range []struct {
-		signal levels.Signal
-		s      Sampler
-		dst    **float64
-	}{{levels.CPU, o.CPU, &sample.CPUPercent}, {levels.Memory, o.Memory, &sample.MemoryPercent}} {
-		v, st := c.sampleOne(ctx, sig.signal, sig.s, start)
-		if st == levels.Failed {
-			failed = append(failed, sig.signal.String())
-		}
-		*sig.dst, states[sig.signal] = v, st
+	sample := levels.Sample{
+		Values:    make(map[levels.Signal]float64, levels.NumSignals),
+		States:    make(map[levels.Signal]levels.SignalState, levels.NumSignals),
+		SampledAt: start.UTC(),
 	}
-	states[levels.ErrorRate] = levels.Off
+	for sig, sampler := range map[levels.Signal]Sampler{levels.CPU: o.CPU, levels.Memory: o.Memory} {
+		if st := c.sampleOne(ctx, sig, sampler, start, sample); st == levels.Failed {
+			failed = append(failed, sig.String())
+		}
+	}
+	slices.Sort(failed)
 	if o.Errors != nil {
 		a, f := o.Errors.Totals(start)
 		sample.WindowAttempts, sample.WindowFailures = a, f
 		warming := start.Sub(errSince) < o.ErrorWindow
 		enough := a > 0 && a >= o.MinThroughput
 		if enough {
-			rate := float64(f) / float64(a) * 100
-			sample.ErrorRatePercent = &rate
+			sample.Values[levels.ErrorRate] = float64(f) / float64(a) * 100
 		}
 		switch {
 		case warming:
-			states[levels.ErrorRate] = levels.Warming
+			sample.States[levels.ErrorRate] = levels.Warming
 		case enough:
-			states[levels.ErrorRate] = levels.Available
+			sample.States[levels.ErrorRate] = levels.Available
 		default:
-			states[levels.ErrorRate] = levels.Absent
+			sample.States[levels.ErrorRate] = levels.Absent
 		}
 	}
 	for _, sig := range levels.AllSignals {
 		if !o.Table.Uses(sig) {
-			states[sig] = levels.Off
+			sample.States[sig] = levels.Off
+			delete(sample.Values, sig)
 		}
 	}
 
 	c.mu.Lock()
 	before := c.seq
-	moves := c.evaluate(start, sample, states)
-	st := c.publishLocked(start, SourceAuto, "automatic level now "+c.opts.Table.Level(c.auto).Name)
+	moves := c.evaluate(start, sample)
+	st := c.publishLocked(start, SourceAuto, "automatic level now "+c.opts.Table.Level(c.auto.Level).Name)
 	c.mu.Unlock()
 
 	if err := c.announce(moves, st.Sequence != before); err == nil && c.unsaved.Load() {
@@ -375,21 +380,25 @@ func (c *Controller) Check(ctx context.Context) {
 	}
 }
 
-// sampleOne returns the signal's value, or nil, and its state: off for a
-// nil sampler, warming, failed (logged) or available.
-func (c *Controller) sampleOne(ctx context.Context, sig levels.Signal, s Sampler, now time.Time) (*float64, levels.SignalState) {
-	if s == nil {
-		return nil, levels.Off
+// sampleOne samples one resource into sample and returns its state: off
+// for a nil sampler, warming, failed (logged) or available.
+func (c *Controller) sampleOne(ctx context.Context, sig levels.Signal, s Sampler, now time.Time, sample levels.Sample) levels.SignalState {
+	st := levels.Off
+	if s != nil {
+		x, err := s.Sample(ctx, now)
+		switch {
+		case errors.Is(err, levels.ErrWarmingUp):
+			st = levels.Warming
+		case err != nil:
+			c.log.Warn("sample failed", "signal", sig.String(), "err", err)
+			st = levels.Failed
+		default:
+			st = levels.Available
+			sample.Values[sig] = x
+		}
 	}
-	x, err := s.Sample(ctx, now)
-	switch {
-	case errors.Is(err, levels.ErrWarmingUp):
-		return nil, levels.Warming
-	case err != nil:
-		c.log.Warn("sample failed", "signal", sig.String(), "err", err)
-		return nil, levels.Failed
-	}
-	return &x, levels.Available
+	sample.States[sig] = st
+	return st
 }
 
 // publishLocked stores a fresh state document and returns it. A change of
@@ -484,7 +493,7 @@ func (c *Controller) persisted(clean bool) *Persisted {
 	p := &Persisted{
 		Version: persistedVersion,
 		Level:   t.Level(c.pub).Name, Index: c.pub, Since: c.since, Reason: c.reason,
-		Auto: t.Level(c.auto).Name, AutoIndex: c.auto, AutoSince: c.autoSince,
+		Auto: t.Level(c.auto.Level).Name, AutoIndex: c.auto.Level, AutoSince: c.auto.Since,
 		Sequence:        c.seq,
 		SequenceCeiling: c.seq + SequenceBlock,
 		CleanShutdown:   clean,

@@ -12,7 +12,6 @@ import (
 	"github.com/degraded/degraded/levels"
 )
 
-func pct(v float64) *float64 { return &v }
 
 // defaultTable is the DESIGN.md default table.
 func defaultTable(t testing.TB) *levels.Table {
@@ -30,7 +29,7 @@ func defaultTable(t testing.TB) *levels.Table {
 	}
 	var ls []levels.Level
 	for _, r := range rows {
-		ls = append(ls, levels.Level{Name: r.name, PriorityThreshold: r.prio, ErrorRatePercent: pct(r.errs), CPUPercent: pct(r.cpu), MemoryPercent: pct(r.mem)})
+		ls = append(ls, levels.Level{Name: r.name, PriorityThreshold: r.prio, Thresholds: levels.Thresholds{levels.ErrorRate: r.errs, levels.CPU: r.cpu, levels.Memory: r.mem}})
 	}
 	ls[0].Disable = []string{"recommendations"}
 	ls[2].Disable = []string{"search"}
@@ -319,4 +318,19 @@ func TestTransitions(t *testing.T) {
 			})
 		})
 	}
+}
+
+// statusOf returns the published state of the named signal.
+func statusOf(st *State, name string) string {
+	sig, ok := levels.SignalByName(name)
+	if !ok {
+		return "no such signal " + name
+	}
+	return st.Signals.State(sig).String()
+}
+
+// hasValue reports whether the published signal has a value.
+func hasValue(st *State, sig levels.Signal) bool {
+	_, ok := st.Signals.Value(sig)
+	return ok
 }

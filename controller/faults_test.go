@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/degraded/degraded/levels"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -47,7 +48,7 @@ func TestFailedSampleIsUnavailableNotZero(t *testing.T) {
 	}
 	c.Check(context.Background())
 	st := c.State()
-	if st.Signals.CPUPercent != nil || st.Signals.MemoryPercent == nil || st.Level != "Major" {
+	if hasValue(st, levels.CPU) || !hasValue(st, levels.Memory) || st.Level != "Major" {
 		t.Fatalf("signals %+v level %s, want cpu null, memory 85 and Major", st.Signals, st.Level)
 	}
 	mem.set(-1) // warming up: unavailable but not a failure

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // ErrInvalidOverride is wrapped by every error SetOverride returns for bad
@@ -45,7 +47,7 @@ func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	}
 	now := time.Now()
 	if c.ovr == nil {
-		c.auto, c.autoSince = c.pub, c.since
+		c.auto.Level, c.auto.Since = c.pub, c.since
 	}
 	name := c.opts.Table.Level(idx).Name // the table's spelling: names match case-insensitively
 	c.ovr = &Override{Level: name, Mode: r.Mode, Reason: r.Reason, SetAt: now.UTC(), ExpiresAt: now.Add(r.TTL).UTC()}
@@ -79,8 +81,7 @@ func (c *Controller) ClearOverride() (*State, error) {
 // endOverride removes the override without moving the published level:
 // the automatic level takes over from it. c.mu must be held.
 func (c *Controller) endOverride(now time.Time, reason string) Transition {
-	c.auto, c.autoSince = c.pub, c.since
-	c.pending = 0
+	c.auto = levels.Auto{Level: c.pub, Since: c.since, Recommended: c.auto.Recommended, Seen: c.auto.Seen}
 	c.ovr = nil
 	m, _ := c.commit(now, SourceOverride, reason, true)
 	return m

@@ -41,18 +41,18 @@ func (c *Controller) Reconfigure(o Options) error {
 	c.opts = o
 	for sig, pair := range map[levels.Signal][2]Sampler{levels.CPU: {old.CPU, o.CPU}, levels.Memory: {old.Memory, o.Memory}} {
 		if pair[0] != pair[1] {
-			c.seen[sig] = now
+			c.auto.Seen[sig] = now
 		}
 	}
 	if old.Errors != o.Errors || old.ErrorWindow != o.ErrorWindow {
 		c.errSince = now
 	}
-	c.auto, _ = t.Map(old.Table.Level(c.auto).Name, old.Table.Level(c.auto).PriorityThreshold)
+	c.auto.Level, _ = t.Map(old.Table.Level(c.auto.Level).Name, old.Table.Level(c.auto.Level).PriorityThreshold)
 	if c.ovr != nil {
 		c.ovrIndex, _ = t.Index(c.ovr.Level)
 		c.ovr.Level = t.Level(c.ovrIndex).Name
 	}
-	c.recommended, _, _ = t.Recommend(c.last, 1)
+	c.auto.Recommended, _, _ = t.Recommend(c.signals, 1)
 	// The published index refers to the old table: map it by name.
 	before := c.seq
 	prev := old.Table.Level(c.pub)

@@ -1,6 +1,10 @@
 package controller
 
-import "time"
+import (
+	"time"
+
+	"github.com/degraded/degraded/levels"
+)
 
 // Source values of [State.Source] and [Transition.Source].
 const (
@@ -41,7 +45,9 @@ type State struct {
 	EarliestRecoveryAt *time.Time `json:"earliest_recovery_at"`
 	Sequence           uint64     `json:"sequence"`
 	Override           *Override  `json:"override"`
-	Signals            Signals    `json:"signals"`
+	// Signals is what the last health check measured: each signal's value
+	// (null without one) and state, as levels.Sample writes them.
+	Signals levels.Sample `json:"signals"`
 	// Blind is true when no signal had a value at the last health check
 	// while some were warming or failed: the controller cannot see, so it
 	// will not step down by itself (metric degraded_blind).
@@ -56,23 +62,6 @@ type Override struct {
 	Reason    string    `json:"reason"`
 	SetAt     time.Time `json:"set_at"`
 	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// Signals is what the last health check measured. A nil value is a
-// signal without a value: off, warming, failed, or (error rate) fewer than
-// min_throughput attempts in the window; Status says which. SampledAt is nil before the first
-// health check.
-type Signals struct {
-	CPUPercent       *float64   `json:"cpu_percent"`
-	MemoryPercent    *float64   `json:"memory_percent"`
-	ErrorRatePercent *float64   `json:"error_rate_percent"`
-	WindowAttempts   int64      `json:"window_attempts"`
-	WindowFailures   int64      `json:"window_failures"`
-	SampledAt        *time.Time `json:"sampled_at"`
-	// Status is each signal's state by name (cpu, memory, error_rate):
-	// available, warming, failed, absent or off. Nil before the first
-	// health check.
-	Status map[string]string `json:"status"`
 }
 
 // Transition is one entry of the history, the audit log: a change of the

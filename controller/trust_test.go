@@ -84,8 +84,8 @@ func TestBlindHoldEndsWhenAnotherSignalSees(t *testing.T) {
 		for range 4 {
 			time.Sleep(time.Minute)
 			r.c.Check(context.Background())
-			if st := r.c.State(); st.Level != "Major" || st.Signals.Status["cpu"] != "failed" || st.Blind {
-				t.Fatalf("cpu failed < blind_hold: %s, status %v, blind %v; want Major held, cpu failed, not blind (memory sees)", st.Level, st.Signals.Status, st.Blind)
+			if st := r.c.State(); st.Level != "Major" || statusOf(st, "cpu") != "failed" || st.Blind {
+				t.Fatalf("cpu failed < blind_hold: %s, status %v, blind %v; want Major held, cpu failed, not blind (memory sees)", st.Level, st.Signals.States, st.Blind)
 			}
 		}
 		time.Sleep(63 * time.Second)
@@ -105,8 +105,8 @@ func TestNothingSeenIsBlind(t *testing.T) {
 		r.cpu.set(-2)
 		r.c.Check(context.Background())
 		st := r.c.State()
-		if !st.Blind || st.Signals.Status["cpu"] != "failed" || st.Signals.Status["memory"] != "off" {
-			t.Fatalf("blind %v status %v, want blind with cpu failed and memory off", st.Blind, st.Signals.Status)
+		if !st.Blind || statusOf(st, "cpu") != "failed" || statusOf(st, "memory") != "off" {
+			t.Fatalf("blind %v status %v, want blind with cpu failed and memory off", st.Blind, st.Signals.States)
 		}
 	})
 }
@@ -125,8 +125,8 @@ func TestWarmingErrorWindow(t *testing.T) {
 		ctx := context.Background()
 		r.errs.set(5, 5)
 		r.c.Check(ctx)
-		if st := r.c.State(); st.Level != "Normal" || st.Signals.Status["error_rate"] != "warming" || st.Signals.ErrorRatePercent != nil {
-			t.Fatalf("5 attempts while warming: %s %v, want Normal, warming without a value", st.Level, st.Signals.Status)
+		if st := r.c.State(); st.Level != "Normal" || statusOf(st, "error_rate") != "warming" || hasValue(st, levels.ErrorRate) {
+			t.Fatalf("5 attempts while warming: %s %v, want Normal, warming without a value", st.Level, st.Signals.States)
 		}
 		r.errs.set(100, 15)
 		r.c.Check(ctx)
@@ -136,18 +136,18 @@ func TestWarmingErrorWindow(t *testing.T) {
 		r.errs.set(100, 0)
 		time.Sleep(30 * time.Second)
 		r.c.Check(ctx)
-		if st := r.c.State(); st.Level != "Major" || st.Signals.Status["error_rate"] != "warming" {
-			t.Fatalf("0%% while still warming: %s %v, want Major held", st.Level, st.Signals.Status)
+		if st := r.c.State(); st.Level != "Major" || statusOf(st, "error_rate") != "warming" {
+			t.Fatalf("0%% while still warming: %s %v, want Major held", st.Level, st.Signals.States)
 		}
 		time.Sleep(31 * time.Second)
 		r.c.Check(ctx)
-		if st := r.c.State(); st.Level != "Moderate" || st.Signals.Status["error_rate"] != "available" {
-			t.Fatalf("after a whole window at 0%%: %s %v, want Moderate, available", st.Level, st.Signals.Status)
+		if st := r.c.State(); st.Level != "Moderate" || statusOf(st, "error_rate") != "available" {
+			t.Fatalf("after a whole window at 0%%: %s %v, want Moderate, available", st.Level, st.Signals.States)
 		}
 		r.errs.set(3, 0)
 		r.c.Check(ctx)
-		if st := r.c.State(); st.Level != "Minor" || st.Signals.Status["error_rate"] != "absent" {
-			t.Fatalf("low traffic: %s %v, want absent, not holding: Minor", st.Level, st.Signals.Status)
+		if st := r.c.State(); st.Level != "Minor" || statusOf(st, "error_rate") != "absent" {
+			t.Fatalf("low traffic: %s %v, want absent, not holding: Minor", st.Level, st.Signals.States)
 		}
 	})
 }
@@ -181,8 +181,8 @@ func TestRestartMidIncident(t *testing.T) {
 		cpu.set(5)
 		time.Sleep(time.Second)
 		again.Check(context.Background())
-		if st := again.State(); st.Level != "Major" || st.Signals.Status["error_rate"] != "warming" {
-			t.Fatalf("cpu fine but the error window warming: %s %v, want Major held", st.Level, st.Signals.Status)
+		if st := again.State(); st.Level != "Major" || statusOf(st, "error_rate") != "warming" {
+			t.Fatalf("cpu fine but the error window warming: %s %v, want Major held", st.Level, st.Signals.States)
 		}
 	})
 }

@@ -1,9 +1,12 @@
 // Package levels is the domain root of degraded: the ordered table of
-// degradation levels, the snapshot of signals a health check produces, and
-// the pure function that says which level a snapshot asks for.
+// degradation levels, the set of signals (one list, in signal.go), the
+// snapshot of signals a health check produces ([Sample]), and the pure
+// rules: [Table.Recommend] says which level a snapshot asks for, and
+// [Next] moves the automatic level one tick, with escalation, streaks,
+// dwell, hysteresis and the blind-signal hold of "unknown is not healthy".
 //
 // It holds no clock, no goroutines and no I/O, and imports only the standard
-// library; every other package depends inward on it. It is not the place for
-// dwell times, hysteresis state or overrides: those belong to the controller,
-// which calls [Table.Recommend] on every tick.
+// library; every other package depends inward on it. The controller and
+// `degraded replay` run the same [Next]. Overrides, history, sequences and
+// publishing are not here: they belong to the controller.
 package levels

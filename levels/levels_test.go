@@ -9,14 +9,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func p(v float64) *float64 { return &v }
 
 func table(t *testing.T) *Table {
 	t.Helper()
 	tab, err := NewTable([]Level{
-		{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: p(1), CPUPercent: p(60), MemoryPercent: p(60), Disable: []string{"recommendations"}},
-		{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: p(5), CPUPercent: p(70)}, // memory never triggers Moderate
-		{Name: "Major", PriorityThreshold: 50, ErrorRatePercent: p(10), CPUPercent: p(80), MemoryPercent: p(80), Disable: []string{"search", "recommendations"}},
+		{Name: "Minor", PriorityThreshold: 10, Thresholds: Thresholds{ErrorRate: 1, CPU: 60, Memory: 60}, Disable: []string{"recommendations"}},
+		{Name: "Moderate", PriorityThreshold: 30, Thresholds: Thresholds{ErrorRate: 5, CPU: 70}}, // memory never triggers Moderate
+		{Name: "Major", PriorityThreshold: 50, Thresholds: Thresholds{ErrorRate: 10, CPU: 80, Memory: 80}, Disable: []string{"search", "recommendations"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -34,13 +33,13 @@ func TestRecommend(t *testing.T) {
 		reason string
 	}{
 		{"nothing available", Sample{}, 1, 0, ""},
-		{"at the threshold is not over it", Sample{CPUPercent: p(60)}, 1, 0, ""},
-		{"just over", Sample{CPUPercent: p(60.5)}, 1, 1, "cpu 60.50% > 60% (Minor)"},
-		{"most severe signal wins", Sample{CPUPercent: p(61), ErrorRatePercent: p(12)}, 1, 3, "error_rate 12.00% > 10% (Major)"},
-		{"error rate reason", Sample{ErrorRatePercent: p(6.1)}, 1, 2, "error_rate 6.10% > 5% (Moderate)"},
-		{"null threshold never triggers", Sample{MemoryPercent: p(75)}, 1, 1, "memory 75.00% > 60% (Minor)"},
-		{"scaled for hysteresis", Sample{CPUPercent: p(65)}, 0.9, 2, "cpu 65.00% > 63% (Moderate)"},
-		{"scaled below", Sample{CPUPercent: p(53)}, 0.9, 0, ""},
+		{"at the threshold is not over it", Sample{Values: map[Signal]float64{CPU: 60}}, 1, 0, ""},
+		{"just over", Sample{Values: map[Signal]float64{CPU: 60.5}}, 1, 1, "cpu 60.50% > 60% (Minor)"},
+		{"most severe signal wins", Sample{Values: map[Signal]float64{CPU: 61, ErrorRate: 12}}, 1, 3, "error_rate 12.00% > 10% (Major)"},
+		{"error rate reason", Sample{Values: map[Signal]float64{ErrorRate: 6.1}}, 1, 2, "error_rate 6.10% > 5% (Moderate)"},
+		{"null threshold never triggers", Sample{Values: map[Signal]float64{Memory: 75}}, 1, 1, "memory 75.00% > 60% (Minor)"},
+		{"scaled for hysteresis", Sample{Values: map[Signal]float64{CPU: 65}}, 0.9, 2, "cpu 65.00% > 63% (Moderate)"},
+		{"scaled below", Sample{Values: map[Signal]float64{CPU: 53}}, 0.9, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,7 +131,7 @@ func TestMapRemovedLevel(t *testing.T) {
 }
 
 func TestThresholdFrom(t *testing.T) {
-	ls := []Level{{Name: "A", CPUPercent: p(50)}, {Name: "B", ErrorRatePercent: p(5)}}
+	ls := []Level{{Name: "A", Thresholds: Thresholds{CPU: 50}}, {Name: "B", Thresholds: Thresholds{ErrorRate: 5}}}
 	tab, err := NewTable(ls)
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
-	"time"
 )
 
-// Signal names one input of the recommendation.
+// Signal names one input of the recommendation. The set of signals is the
+// list below: adding one is one entry there (its names and its unit) plus
+// a sampler that produces its value.
 type Signal int
 
 // The signals, in the order a reason names them when several trigger the
@@ -19,48 +19,70 @@ const (
 	Memory
 )
 
+// spec is everything the rest of the program knows about a signal.
+type spec struct {
+	// name is the signal's name: reasons, signals.status keys, metric
+	// labels.
+	name string
+	// key names the signal's value in the state document's signals object
+	// and its threshold in levels[] (config and GET /v1/levels).
+	key string
+	// unit is printed after values and thresholds in reasons ("%").
+	unit string
+}
+
+var specs = [...]spec{
+	ErrorRate: {name: "error_rate", key: "error_rate_percent", unit: "%"},
+	CPU:       {name: "cpu", key: "cpu_percent", unit: "%"},
+	Memory:    {name: "memory", key: "memory_percent", unit: "%"},
+}
+
 // NumSignals is the number of signals; they are numbered 0..NumSignals-1.
-const NumSignals = int(Memory) + 1
+const NumSignals = len(specs)
 
 // AllSignals lists the signals in order.
-var AllSignals = []Signal{ErrorRate, CPU, Memory}
+var AllSignals = func() []Signal {
+	all := make([]Signal, NumSignals)
+	for i := range all {
+		all[i] = Signal(i)
+	}
+	return all
+}()
 
-var signalNames = [...]string{ErrorRate: "error_rate", CPU: "cpu", Memory: "memory"}
+func (s Signal) valid() bool { return s >= 0 && int(s) < NumSignals }
 
-// String returns the name used in reasons and metrics labels: error_rate,
-// cpu or memory.
+// String returns the signal's name, used in reasons, in signals.status and
+// in metric labels: error_rate, cpu, memory.
 func (s Signal) String() string {
-	if s < 0 || int(s) >= len(signalNames) {
+	if !s.valid() {
 		return fmt.Sprintf("signal(%d)", int(s))
 	}
-	return signalNames[s]
+	return specs[s].name
 }
 
-// Sample is the snapshot of signals one health check produced. A nil value
-// means the signal is unavailable (off, failed to sample, or too little
-// traffic) and triggers nothing.
-type Sample struct {
-	CPUPercent       *float64
-	MemoryPercent    *float64
-	ErrorRatePercent *float64
-	// WindowAttempts and WindowFailures are the error window's counts,
-	// published even when the rate is below min_throughput.
-	WindowAttempts int64
-	WindowFailures int64
-	SampledAt      time.Time
-}
-
-// Value returns the sample's value for s, or nil.
-func (s Sample) Value(sig Signal) *float64 {
-	switch sig {
-	case CPU:
-		return s.CPUPercent
-	case Memory:
-		return s.MemoryPercent
-	default:
-		return s.ErrorRatePercent
+// Key returns the name of the signal's value in the state document and of
+// its threshold in a level: error_rate_percent, cpu_percent, memory_percent.
+func (s Signal) Key() string {
+	if !s.valid() {
+		return s.String()
 	}
+	return specs[s].key
 }
+
+// SignalByName returns the signal named name (its String), and whether
+// there is one.
+func SignalByName(name string) (Signal, bool) {
+	for _, s := range AllSignals {
+		if specs[s].name == name {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// Thresholds maps a signal to the value it must strictly exceed to ask for
+// a level. A signal without an entry never triggers that level.
+type Thresholds map[Signal]float64
 
 // Trigger says why a level was recommended: the signal, its value, the
 // threshold it exceeded (after scaling) and the level.
@@ -74,56 +96,19 @@ type Trigger struct {
 // String renders the trigger as a reason, e.g.
 // "error_rate 6.10% > 5% (Moderate)".
 func (t Trigger) String() string {
-	return fmt.Sprintf("%s %.2f%% > %s%% (%s)", t.Signal, t.Value, formatPercent(t.Threshold), t.Level)
+	unit := ""
+	if t.Signal.valid() {
+		unit = specs[t.Signal].unit
+	}
+	return fmt.Sprintf("%s %.2f%s > %s%s (%s)", t.Signal, t.Value, unit, formatNumber(t.Threshold), unit, t.Level)
 }
 
-// formatPercent prints a threshold without trailing zeros: 5, 4.5, 0.25.
-func formatPercent(v float64) string {
+// formatNumber prints a threshold without trailing zeros: 5, 4.5, 0.25.
+func formatNumber(v float64) string {
 	return fmt.Sprintf("%.4g", math.Round(v*1e4)/1e4)
 }
 
-// Recommend returns the most severe level for which any available signal
-// strictly exceeds that level's threshold multiplied by scale, and the
-// trigger that decided it. It returns 0 (Normal) and ok == false when no
-// signal exceeds any threshold.
-//
-// The controller calls it with scale 1 to decide escalation and with
-// scale 1-hysteresis to decide recovery.
-func (t *Table) Recommend(s Sample, scale float64) (index int, why Trigger, ok bool) {
-	for i := len(t.levels) - 1; i >= 1; i-- {
-		l := t.levels[i]
-		for sig := ErrorRate; sig <= Memory; sig++ {
-			th, v := l.threshold(sig), s.Value(sig)
-			if th == nil || v == nil {
-				continue
-			}
-			limit := *th * scale
-			if *v > limit {
-				return i, Trigger{Signal: sig, Value: *v, Threshold: limit, Level: l.Name}, true
-			}
-		}
-	}
-	return 0, Trigger{}, false
-}
-
-// RecoveryReason is the reason recorded when the level steps down from
-// the named level, e.g. "recovered: all signals below Moderate thresholds
-// less 10% hysteresis". Blind signals that were ignored because another
-// signal could see are named after it: "recovered: all available signals
-// below Major thresholds less 10% hysteresis; cpu failed for 5m3s".
-func RecoveryReason(from string, hysteresis float64, ignored ...BlindSignal) string {
-	if len(ignored) == 0 {
-		return fmt.Sprintf("recovered: all signals below %s thresholds less %s%% hysteresis", from, formatPercent(hysteresis*100))
-	}
-	names := make([]string, len(ignored))
-	for i, b := range ignored {
-		names[i] = b.String()
-	}
-	return fmt.Sprintf("recovered: all available signals below %s thresholds less %s%% hysteresis; %s",
-		from, formatPercent(hysteresis*100), strings.Join(names, ", "))
-}
-
 // ErrWarmingUp is returned by a sampler that needs a second sample before it
-// can compute a value, such as a CPU delta. The signal is unavailable for
-// that health check, but it is not a failure.
+// can compute a value, such as a CPU delta. The signal is warming for that
+// health check, which is not a failure.
 var ErrWarmingUp = errors.New("warming up: no previous sample")

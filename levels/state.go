@@ -53,7 +53,7 @@ func (t *Table) Uses(sig Signal) bool { return t.ThresholdFrom(sig, 1) }
 // more severe level: whether it has a say in leaving that level.
 func (t *Table) ThresholdFrom(sig Signal, index int) bool {
 	for i := max(index, 1); i < len(t.levels); i++ {
-		if t.levels[i].threshold(sig) != nil {
+		if _, ok := t.levels[i].Threshold(sig); ok {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package levels
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 )
@@ -17,18 +18,16 @@ const MaxLevels = 64
 // ErrUnknownLevel is returned when a level name is not in the table.
 var ErrUnknownLevel = errors.New("unknown level")
 
-// Level is one row of the table. A nil threshold means the signal never
-// triggers this level.
+// Level is one row of the table.
 type Level struct {
-	// Name is unique in the table; level 0 is always "Normal".
+	// Name is unique in the table, ignoring case; level 0 is always
+	// "Normal".
 	Name string
 	// PriorityThreshold is the lowest priority admitted at this level.
 	PriorityThreshold int
-	// ErrorRatePercent, CPUPercent and MemoryPercent are the thresholds a
-	// signal must strictly exceed to ask for this level; nil disables them.
-	ErrorRatePercent *float64
-	CPUPercent       *float64
-	MemoryPercent    *float64
+	// Thresholds are the values a signal must strictly exceed to ask for
+	// this level; a signal without one never triggers it.
+	Thresholds Thresholds
 	// Disable lists the features turned off from this level upwards.
 	Disable []string
 }
@@ -39,16 +38,10 @@ func (l Level) Admits(priority int) bool {
 	return priority >= l.PriorityThreshold
 }
 
-// threshold returns the level's threshold for s, or nil.
-func (l Level) threshold(s Signal) *float64 {
-	switch s {
-	case CPU:
-		return l.CPUPercent
-	case Memory:
-		return l.MemoryPercent
-	default:
-		return l.ErrorRatePercent
-	}
+// Threshold returns the level's threshold for sig, and whether it has one.
+func (l Level) Threshold(sig Signal) (float64, bool) {
+	v, ok := l.Thresholds[sig]
+	return v, ok
 }
 
 // Table is an immutable, ordered list of levels: index 0 is Normal, higher
@@ -89,6 +82,7 @@ func NewTable(configured []Level) (*Table, error) {
 			}
 		}
 		l.Disable = append([]string(nil), l.Disable...)
+		l.Thresholds = maps.Clone(l.Thresholds)
 		t.levels = append(t.levels, l)
 		t.disabled = append(t.disabled, append([]string{}, union...))
 	}
@@ -110,7 +104,8 @@ func (t *Table) Clamp(i int) int {
 	return max(0, min(i, len(t.levels)-1))
 }
 
-// Levels returns a copy of every level, Normal first.
+// Levels returns every level, Normal first. The slice is a copy; the
+// levels' Thresholds and Disable are shared and must not be modified.
 func (t *Table) Levels() []Level {
 	return append([]Level(nil), t.levels...)
 }

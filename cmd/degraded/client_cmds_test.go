@@ -52,10 +52,9 @@ type cliDaemon struct {
 
 func newCLIDaemon(t *testing.T) *cliDaemon {
 	t.Helper()
-	v := func(f float64) *float64 { return &f }
 	tab, err := levels.NewTable([]levels.Level{
-		{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: v(1), CPUPercent: v(60), Disable: []string{"recommendations"}},
-		{Name: "Major", PriorityThreshold: 50, ErrorRatePercent: v(10), CPUPercent: v(80)},
+		{Name: "Minor", PriorityThreshold: 10, Thresholds: levels.Thresholds{levels.ErrorRate: 1, levels.CPU: 60}, Disable: []string{"recommendations"}},
+		{Name: "Major", PriorityThreshold: 50, Thresholds: levels.Thresholds{levels.ErrorRate: 10, levels.CPU: 80}},
 	})
 	if err != nil {
 		t.Fatal(err)

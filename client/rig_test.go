@@ -18,7 +18,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-
 func testTable(t testing.TB) *levels.Table {
 	t.Helper()
 	tab, err := levels.NewTable([]levels.Level{

@@ -12,7 +12,6 @@ import (
 	"github.com/degraded/degraded/levels"
 )
 
-
 // defaultTable is the DESIGN.md default table.
 func defaultTable(t testing.TB) *levels.Table {
 	t.Helper()

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-
 func table(t *testing.T) *Table {
 	t.Helper()
 	tab, err := NewTable([]Level{

@@ -84,31 +84,55 @@ func Load(o LoadOptions) (*Config, []string, error) {
 	if err := ko.Load(rawbytes.Provider(defaultYAML), yaml.Parser()); err != nil {
 		return nil, nil, fmt.Errorf("embedded default.yaml: %w", err)
 	}
-	var warnings []string
-	if o.Path != "" {
-		b, err := readFile(o.Path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read config file: %w", err)
-		}
-		m, err := yaml.Parser().Unmarshal(b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("parse config file %s: %w", o.Path, err)
-		}
-		if blank(b) {
-			if o.Reload {
-				return nil, nil, fmt.Errorf("%s: file is empty; a reload needs the whole config", o.Path)
-			}
-			warnings = append(warnings, o.Path+": file is empty, so the embedded defaults apply")
-		}
-		maps.IntfaceKeysToStrings(m)
-		dropNulls(m, reflect.TypeFor[Config]())
-		if err := ko.Load(mapProvider(m), nil); err != nil {
-			return nil, nil, fmt.Errorf("merge config file %s: %w", o.Path, err)
-		}
+	warnings, err := loadFile(ko, o)
+	if err != nil {
+		return nil, nil, err
 	}
 	known := settable(reflect.TypeFor[Config](), "", map[string]bool{})
-	from := map[string]string{} // key -> the variable that set it
-	environ := o.Environ
+	from, more, err := loadEnv(ko, o.Environ, known)
+	warnings = append(warnings, more...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := loadFlags(ko, o.Flags, known, from); err != nil {
+		return nil, nil, err
+	}
+	c, more, err := decode(ko.Raw(), from)
+	return c, append(warnings, more...), err
+}
+
+// loadFile merges the file at o.Path, if any, into ko.
+func loadFile(ko *koanf.Koanf, o LoadOptions) (warnings []string, err error) {
+	if o.Path == "" {
+		return nil, nil
+	}
+	b, err := readFile(o.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	m, err := yaml.Parser().Unmarshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("parse config file %s: %w", o.Path, err)
+	}
+	if blank(b) {
+		if o.Reload {
+			return nil, fmt.Errorf("%s: file is empty; a reload needs the whole config", o.Path)
+		}
+		warnings = append(warnings, o.Path+": file is empty, so the embedded defaults apply")
+	}
+	maps.IntfaceKeysToStrings(m)
+	dropNulls(m, reflect.TypeFor[Config]())
+	if err := ko.Load(mapProvider(m), nil); err != nil {
+		return nil, fmt.Errorf("merge config file %s: %w", o.Path, err)
+	}
+	return warnings, nil
+}
+
+// loadEnv merges the DEGRADED_* variables of environ into ko. It returns
+// which variable set each key, and a warning for each variable that names
+// no key.
+func loadEnv(ko *koanf.Koanf, environ []string, known map[string]bool) (from map[string]string, warnings []string, err error) {
+	from = map[string]string{}
 	envp := env.Provider(".", env.Opt{
 		Prefix:      EnvPrefix,
 		EnvironFunc: func() []string { return environ }, // never os.Environ
@@ -123,26 +147,36 @@ func Load(o LoadOptions) (*Config, []string, error) {
 		},
 	})
 	if err := ko.Load(envp, nil); err != nil {
-		return nil, nil, fmt.Errorf("environment: %w", err)
+		return nil, warnings, fmt.Errorf("environment: %w", err)
 	}
-	if o.Flags != nil {
-		fp := posflag.ProviderWithFlag(o.Flags, ".", nil, func(f *pflag.Flag) (string, any) {
-			key := strings.ReplaceAll(f.Name, "-", "_")
-			if isList, ok := known[key]; !f.Changed || !ok || isList {
-				return "", nil
-			}
-			delete(from, key) // the flag wins
-			return key, posflag.FlagVal(o.Flags, f)
-		})
-		if err := ko.Load(fp, nil); err != nil {
-			return nil, nil, fmt.Errorf("flags: %w", err)
-		}
-	}
+	return from, warnings, nil
+}
 
-	// Check the merged tree: unknown keys and mistyped values are removed
-	// and reported, and decoding and validation go on without them, so
-	// that one run reports every problem.
-	raw := ko.Raw()
+// loadFlags merges the changed flags that name a key into ko; a flag wins
+// over the variable that set the same key.
+func loadFlags(ko *koanf.Koanf, flags *pflag.FlagSet, known map[string]bool, from map[string]string) error {
+	if flags == nil {
+		return nil
+	}
+	fp := posflag.ProviderWithFlag(flags, ".", nil, func(f *pflag.Flag) (string, any) {
+		key := strings.ReplaceAll(f.Name, "-", "_")
+		if isList, ok := known[key]; !f.Changed || !ok || isList {
+			return "", nil
+		}
+		delete(from, key)
+		return key, posflag.FlagVal(flags, f)
+	})
+	if err := ko.Load(fp, nil); err != nil {
+		return fmt.Errorf("flags: %w", err)
+	}
+	return nil
+}
+
+// decode checks the merged tree, decodes it and validates the result.
+// Unknown keys and mistyped values are removed and reported, and decoding
+// and validation go on without them, so that one run reports every
+// problem; from names the variable behind each key's problems.
+func decode(raw map[string]any, from map[string]string) (*Config, []string, error) {
 	ch := &checker{bad: map[string]bool{}, from: from}
 	if !ch.value("", raw, reflect.TypeFor[Config]()) {
 		return nil, nil, &ValidationError{Problems: ch.problems}
@@ -165,8 +199,7 @@ func Load(o LoadOptions) (*Config, []string, error) {
 		// The checker should have caught it; report rather than guess.
 		return nil, nil, &ValidationError{Problems: append(problems, "decode: "+err.Error())}
 	}
-	more, err := c.Validate()
-	warnings = append(warnings, more...)
+	warnings, err := c.Validate()
 	var ve *ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems {

@@ -82,97 +82,116 @@ type checker struct {
 // does not decode; the caller then removes v, and records path in bad, so
 // that decoding can go on and validation can report the rest.
 func (ch *checker) value(path string, v any, t reflect.Type) bool {
-	fail := func(what string) bool {
-		was := show(v)
-		if src := ch.from[path]; src != "" {
-			was = strconv.Quote(fmt.Sprint(v)) + ", from " + src
-		}
-		ch.problems = append(ch.problems, fmt.Sprintf("%s: %s (was %s)", path, what, was))
-		ch.bad[path] = true
-		return false
-	}
 	if t == durationType {
-		switch x := v.(type) {
-		case nil, time.Duration:
-		case string:
-			if _, err := time.ParseDuration(x); err != nil {
-				return fail("must be a duration such as 30s or 1m")
-			}
-		default:
-			// A bare 0 is unambiguous; any other number is not (seconds? ns?).
-			if f, ok := number(v); !ok || f != 0 {
-				return fail("must be a duration such as 30s or 1m")
-			}
-		}
-		return true
+		return ch.check(path, v, durationProblem(v))
 	}
 	if v == nil {
 		return true // absent: the zero value (nil threshold, empty list)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return fail("must be a mapping")
-		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			f, ok := fieldByKey(t, k)
-			if !ok {
-				p := joinKey(path, k) + ": unknown key"
-				if near, ok := closest(k, keysOf(t)); ok {
-					p += " (did you mean " + joinKey(path, near) + "?)"
-				}
-				ch.problems = append(ch.problems, p)
-				delete(m, k)
-				continue
-			}
-			if !ch.value(joinKey(path, k), m[k], f.Type) {
-				delete(m, k)
-			}
-		}
+		return ch.mapping(path, v, t)
 	case reflect.Slice:
-		list, ok := v.([]any)
-		if !ok {
-			return fail("must be a list")
-		}
-		for i, e := range list {
-			if !ch.value(fmt.Sprintf("%s[%d]", path, i), e, t.Elem()) {
-				list[i] = nil
-			}
-		}
+		return ch.list(path, v, t)
 	case reflect.Pointer:
 		return ch.value(path, v, t.Elem())
+	}
+	return ch.check(path, v, scalarProblem(v, t.Kind()))
+}
+
+// check records what is wrong with v at path, if anything, and reports
+// whether v is good.
+func (ch *checker) check(path string, v any, what string) bool {
+	if what == "" {
+		return true
+	}
+	was := show(v)
+	if src := ch.from[path]; src != "" {
+		was = strconv.Quote(fmt.Sprint(v)) + ", from " + src
+	}
+	ch.problems = append(ch.problems, fmt.Sprintf("%s: %s (was %s)", path, what, was))
+	ch.bad[path] = true
+	return false
+}
+
+// mapping checks a YAML mapping against struct type t: unknown keys are
+// reported (with the closest known key) and removed, and each value is
+// checked against its field.
+func (ch *checker) mapping(path string, v any, t reflect.Type) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ch.check(path, v, "must be a mapping")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		f, ok := fieldByKey(t, k)
+		if !ok {
+			p := joinKey(path, k) + ": unknown key"
+			if near, ok := closest(k, keysOf(t)); ok {
+				p += " (did you mean " + joinKey(path, near) + "?)"
+			}
+			ch.problems = append(ch.problems, p)
+			delete(m, k)
+			continue
+		}
+		if !ch.value(joinKey(path, k), m[k], f.Type) {
+			delete(m, k)
+		}
+	}
+	return true
+}
+
+// list checks a YAML list against slice type t, element by element.
+func (ch *checker) list(path string, v any, t reflect.Type) bool {
+	list, ok := v.([]any)
+	if !ok {
+		return ch.check(path, v, "must be a list")
+	}
+	for i, e := range list {
+		if !ch.value(fmt.Sprintf("%s[%d]", path, i), e, t.Elem()) {
+			list[i] = nil
+		}
+	}
+	return true
+}
+
+// durationProblem says what is wrong with v as a duration, or "".
+func durationProblem(v any) string {
+	const want = "must be a duration such as 30s or 1m"
+	switch x := v.(type) {
+	case nil, time.Duration:
+	case string:
+		if _, err := time.ParseDuration(x); err != nil {
+			return want
+		}
+	default:
+		// A bare 0 is unambiguous; any other number is not (seconds? ns?).
+		if f, ok := number(v); !ok || f != 0 {
+			return want
+		}
+	}
+	return ""
+}
+
+// scalarProblem says what is wrong with v as a value of kind k, or "".
+func scalarProblem(v any, k reflect.Kind) string {
+	switch k {
 	case reflect.String:
 		switch v.(type) {
 		case map[string]any, []any:
-			return fail("must be a string")
+			return "must be a string"
 		}
 	case reflect.Bool:
-		switch x := v.(type) {
-		case bool:
-		case string:
-			if _, err := strconv.ParseBool(x); err != nil {
-				return fail("must be true or false")
+		if x, isStr := v.(string); isStr {
+			if _, err := strconv.ParseBool(x); err == nil {
+				return ""
 			}
-		default:
-			return fail("must be true or false")
+		}
+		if _, ok := v.(bool); !ok {
+			return "must be true or false"
 		}
 	case reflect.Int, reflect.Int64:
-		ok := false
-		switch x := v.(type) {
-		case int, int8, int16, int32, int64, uint8, uint16, uint32:
-			ok = true
-		case uint, uint64:
-			ok = reflect.ValueOf(x).Uint() <= math.MaxInt64
-		case float32, float64:
-			f, _ := number(x)
-			ok = f == math.Trunc(f) && math.Abs(f) < 1<<63
-		case string:
-			_, err := strconv.ParseInt(x, 0, 64)
-			ok = err == nil
-		}
-		if !ok {
-			return fail("must be an integer")
+		if !isInteger(v) {
+			return "must be an integer"
 		}
 	case reflect.Float64:
 		ok := false
@@ -183,10 +202,27 @@ func (ch *checker) value(path string, v any, t reflect.Type) bool {
 			_, ok = number(v)
 		}
 		if !ok {
-			return fail("must be a number")
+			return "must be a number"
 		}
 	}
-	return true
+	return ""
+}
+
+// isInteger reports whether v decodes into an int64.
+func isInteger(v any) bool {
+	switch x := v.(type) {
+	case int, int8, int16, int32, int64, uint8, uint16, uint32:
+		return true
+	case uint, uint64:
+		return reflect.ValueOf(x).Uint() <= math.MaxInt64
+	case float32, float64:
+		f, _ := number(x)
+		return f == math.Trunc(f) && math.Abs(f) < 1<<63
+	case string:
+		_, err := strconv.ParseInt(x, 0, 64)
+		return err == nil
+	}
+	return false
 }
 
 // under reports whether a problem line is about a key in bad or below one.

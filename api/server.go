@@ -80,6 +80,10 @@ type Deps struct {
 	// called on each such request, so a reload applies at once; nil allows
 	// none.
 	AllowedHosts func() []string
+	// Reported is called after an outcome report with failures reached
+	// the window, so that a burst escalates at once
+	// (controller.Controller.Reported); nil waits for the next tick.
+	Reported func()
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

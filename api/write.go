@@ -18,7 +18,7 @@ type outcomesBody struct {
 	Failure *int64 `json:"failure"`
 }
 
-func handleOutcomes(o Outcomes, m *Metrics) http.HandlerFunc {
+func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b outcomesBody
 		if err := decode(w, r, &b); err != nil {
@@ -41,6 +41,9 @@ func handleOutcomes(o Outcomes, m *Metrics) http.HandlerFunc {
 		}
 		o.Record(time.Now(), s, f)
 		m.outcomes(s, f)
+		if reported != nil && f > 0 {
+			reported() // a burst of failures may escalate at once
+		}
 		writeJSON(w, http.StatusAccepted, map[string]int64{"accepted": s + f})
 	}
 }

@@ -33,29 +33,7 @@ func (c *Controller) Check(ctx context.Context) {
 		}
 	}
 	slices.Sort(failed)
-	if o.Errors != nil {
-		a, f := o.Errors.Totals(start)
-		sample.WindowAttempts, sample.WindowFailures = a, f
-		warming := start.Sub(errSince) < o.ErrorWindow
-		enough := a > 0 && a >= o.MinThroughput
-		if enough {
-			sample.Values[levels.ErrorRate] = float64(f) / float64(a) * 100
-		}
-		switch {
-		case warming:
-			sample.States[levels.ErrorRate] = levels.Warming
-		case enough:
-			sample.States[levels.ErrorRate] = levels.Available
-		default:
-			sample.States[levels.ErrorRate] = levels.Absent
-		}
-	}
-	for _, sig := range levels.AllSignals {
-		if !o.Table.Uses(sig) {
-			sample.States[sig] = levels.Off
-			delete(sample.Values, sig)
-		}
-	}
+	sample = sampleErrors(o, errSince, start, sample)
 
 	c.mu.Lock()
 	before := c.seq
@@ -70,6 +48,36 @@ func (c *Controller) Check(ctx context.Context) {
 	if c.observer != nil {
 		c.observer.HealthCheck(time.Since(start), failed)
 	}
+}
+
+// sampleErrors reads the error window into sample: the rate (with
+// min_throughput observations), its state and the window's counts. It also
+// turns off each signal that no level has a threshold for.
+func sampleErrors(o Options, since, now time.Time, sample levels.Sample) levels.Sample {
+	if o.Errors != nil {
+		a, f := o.Errors.Totals(now)
+		sample.WindowAttempts, sample.WindowFailures = a, f
+		enough := a > 0 && a >= o.MinThroughput
+		delete(sample.Values, levels.ErrorRate)
+		if enough {
+			sample.Values[levels.ErrorRate] = float64(f) / float64(a) * 100
+		}
+		switch {
+		case now.Sub(since) < o.ErrorWindow:
+			sample.States[levels.ErrorRate] = levels.Warming
+		case enough:
+			sample.States[levels.ErrorRate] = levels.Available
+		default:
+			sample.States[levels.ErrorRate] = levels.Absent
+		}
+	}
+	for _, sig := range levels.AllSignals {
+		if !o.Table.Uses(sig) {
+			sample.States[sig] = levels.Off
+			delete(sample.Values, sig)
+		}
+	}
+	return sample
 }
 
 // sampleOne samples one resource into sample and returns its state: off
@@ -113,10 +121,13 @@ func (c *Controller) announce(moves []Transition, changed bool) error {
 			c.log.Info("state changed", "level", m.To, "source", m.Source, "reason", m.Reason, "sequence", m.Sequence)
 		}
 	}
-	var err error
-	if changed {
-		err = c.save(false)
-		c.levelCh.broadcast()
+	if !changed {
+		return nil
 	}
-	return err
+	// Publish, then save: subscribers see a change at once. The sequence
+	// stays safe across a crash (save reserves blocks; see SequenceBlock),
+	// and callers that must not answer before the change is durable
+	// (override PUT and DELETE) wait for this save's result.
+	c.levelCh.broadcast()
+	return c.save(false)
 }

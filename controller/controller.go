@@ -142,6 +142,12 @@ type Controller struct {
 	reload   chan struct{}
 	unsaved  atomic.Bool // the last save failed: retry on each tick
 
+	eventDue   atomic.Bool  // an event-driven evaluation is due
+	lastEvent  atomic.Int64 // when the last one ran, Unix nanoseconds
+	timerMu    sync.Mutex   // guards eventTimer and stopped
+	eventTimer *time.Timer  // a due evaluation, a millisecond after the last
+	stopped    bool         // Run has ended: no more timers
+
 	// Fixed at New; Reconfigure keeps them.
 	store    Store
 	observer Observer
@@ -239,6 +245,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			c.stopEvents()
 			if err := c.save(true); err != nil {
 				return fmt.Errorf("final save: %w", err)
 			}

@@ -211,6 +211,7 @@ func serve(ctx context.Context, load loader, resetState bool, stdout, stderr io.
 	handler := api.NewServer(api.Deps{
 		Controller:     d.ctrl,
 		Outcomes:       d.window,
+		Reported:       d.ctrl.Reported,
 		Tokens:         &d.tokens,
 		Reload:         func() error { return d.reload(load) },
 		Gatherer:       reg,

@@ -63,11 +63,10 @@ type daemon struct {
 	h    http.Handler
 	http *http.Client
 
-	mu      sync.Mutex
-	ln      *pipeListener
-	srv     *http.Server
-	streams []time.Time // when each stream request arrived
-	wrap    func(http.Handler) http.Handler
+	mu   sync.Mutex
+	ln   *pipeListener
+	srv  *http.Server
+	wrap func(http.Handler) http.Handler
 }
 
 func newDaemon(t testing.TB) *daemon {
@@ -103,14 +102,7 @@ func (d *daemon) newClient(opts ...client.Option) *client.Client {
 func (d *daemon) start() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/level/stream" {
-			d.mu.Lock()
-			d.streams = append(d.streams, time.Now())
-			d.mu.Unlock()
-		}
-		d.h.ServeHTTP(w, r)
-	}))
+	h := d.h
 	if d.wrap != nil {
 		h = d.wrap(h)
 	}
@@ -128,12 +120,6 @@ func (d *daemon) stop() {
 	if srv != nil {
 		srv.Close()
 	}
-}
-
-func (d *daemon) streamTimes() []time.Time {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]time.Time(nil), d.streams...)
 }
 
 var errRefused = errors.New("connection refused")

@@ -197,11 +197,14 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestStateIsACopy(t *testing.T) {
-	c := at(t, majorState(time.Now()))
+	major := majorState(time.Now())
+	major.Signals.Status = map[string]string{"cpu": "available"}
+	c := at(t, major)
 	st := c.State()
 	st.DisabledFeatures[0] = "changed"
 	*st.EarliestRecoveryAt = time.Time{}
-	if c.Feature("recommendations") || c.State().EarliestRecoveryAt.IsZero() {
+	st.Signals.Status["cpu"] = "failed"
+	if c.Feature("recommendations") || c.State().EarliestRecoveryAt.IsZero() || c.State().Signals.Status["cpu"] != "available" {
 		t.Error("changing a returned State changed the client's")
 	}
 }

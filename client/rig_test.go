@@ -2,37 +2,45 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/degraded/degraded/api"
-	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/levels"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The client's tests run against daemon, a hand-written fake of the
+// documented protocol: the state document (GET /v1/level, long-polled with
+// ?wait=D&after=N), the SSE stream (GET /v1/level/stream: "retry: 2000",
+// one "event: level" per change, a ": ping" every 15s) and POST
+// /v1/outcomes. The module then needs nothing but the standard library;
+// internal/roundtrip in the daemon's module runs the client against the
+// real daemon.
 
-func testTable(t testing.TB) *levels.Table {
-	t.Helper()
-	tab, err := levels.NewTable([]levels.Level{
-		{Name: "Minor", PriorityThreshold: 10, Thresholds: levels.Thresholds{levels.ErrorRate: 1}, Disable: []string{"recommendations"}},
-		{Name: "Moderate", PriorityThreshold: 30, Thresholds: levels.Thresholds{levels.ErrorRate: 5}},
-		{Name: "Major", PriorityThreshold: 50, Thresholds: levels.Thresholds{levels.ErrorRate: 10}, Disable: []string{"search"}},
-		{Name: "Severe", PriorityThreshold: 70, Thresholds: levels.Thresholds{levels.ErrorRate: 25}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tab
+// fakeLevels is the fake daemon's level table: threshold and disabled
+// features of each level, Normal first.
+var fakeLevels = []struct {
+	name      string
+	threshold int
+	disabled  []string
+}{
+	{"Normal", 0, nil},
+	{"Minor", 10, []string{"recommendations"}},
+	{"Moderate", 30, []string{"recommendations"}},
+	{"Major", 50, []string{"recommendations", "search"}},
+	{"Severe", 70, []string{"recommendations", "search"}},
 }
 
-// window is a fake error window that sums what it is given, forever.
+const (
+	fakeHeartbeat = 15 * time.Second // the daemon's default SSE ping period
+	fakeMaxWait   = 60 * time.Second // the daemon's default long-poll bound
+)
+
+// window sums the outcomes the fake daemon accepted, forever.
 type window struct {
 	mu                sync.Mutex
 	success, failures int64
@@ -51,17 +59,17 @@ func (w *window) Totals(time.Time) (int64, int64) {
 	return w.success + w.failures, w.failures
 }
 
-// daemon is the real controller and API served over an in-memory network
-// (net.Pipe), so that tests run inside a synctest bubble in fake time. It
-// can be stopped and started again, like a restarted daemon.
+// daemon is the fake daemon served over an in-memory network (net.Pipe),
+// so that tests run inside a synctest bubble in fake time. It can be
+// stopped and started again, like a restarted daemon; its state survives.
 type daemon struct {
 	t    testing.TB
-	ctl  *controller.Controller
 	win  *window
-	h    http.Handler
 	http *http.Client
 
 	mu      sync.Mutex
+	state   State
+	changed chan struct{} // closed and replaced on every change
 	ln      *pipeListener
 	srv     *http.Server
 	streams []time.Time // when each stream request arrived
@@ -70,15 +78,8 @@ type daemon struct {
 
 func newDaemon(t testing.TB) *daemon {
 	t.Helper()
-	d := &daemon{t: t, win: &window{}}
-	c, err := controller.New(controller.Options{Table: testTable(t), Errors: d.win, MinimumLevelDuration: time.Minute, Hysteresis: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.ctl = c
-	// Reached as http://degraded.test below: a tokenless daemon serves
-	// only the Host names it is told about (DNS-rebinding protection).
-	d.h = api.NewServer(api.Deps{Controller: c, Outcomes: d.win, AllowedHosts: func() []string { return []string{"degraded.test"} }})
+	d := &daemon{t: t, win: &window{}, changed: make(chan struct{})}
+	d.state = State{Level: "Normal", Source: SourceAuto, Recommended: "Normal", Reason: "start", Since: time.Now(), DisabledFeatures: []string{}}
 	tr := &http.Transport{DialContext: d.dial, MaxIdleConnsPerHost: 100}
 	d.http = &http.Client{Transport: tr}
 	t.Cleanup(func() {
@@ -98,17 +99,142 @@ func (d *daemon) newClient(opts ...Option) *Client {
 	return c
 }
 
+// override pins level for an hour, one step of the sequence, as PUT
+// /v1/override does.
+func (d *daemon) override(level string) {
+	d.t.Helper()
+	for i, l := range fakeLevels {
+		if l.name != level {
+			continue
+		}
+		now := time.Now()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		reason := "test " + level
+		d.state = State{
+			Level: level, Index: i, PriorityThreshold: l.threshold,
+			DisabledFeatures: append([]string{}, l.disabled...),
+			Source:           SourceOverride, Recommended: "Normal",
+			Reason: "override set: pin " + level + " for 1h0m0s: " + reason, Since: now,
+			Sequence: d.state.Sequence + 1,
+			Override: &Override{Level: level, Mode: "pin", Reason: reason, SetAt: now, ExpiresAt: now.Add(time.Hour)},
+		}
+		close(d.changed)
+		d.changed = make(chan struct{})
+		return
+	}
+	d.t.Fatalf("the fake daemon has no level %q", level)
+}
+
+// current returns the state and a channel closed at its next change.
+func (d *daemon) current() (State, <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state, d.changed
+}
+
+// sequence is the daemon's current sequence number.
+func (d *daemon) sequence() uint64 {
+	st, _ := d.current()
+	return st.Sequence
+}
+
+// ServeHTTP answers the routes of the protocol the client speaks.
+func (d *daemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/level":
+		d.level(w, r)
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/level/stream":
+		d.stream(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/outcomes":
+		d.outcomes(w, r)
+	default:
+		writeFakeJSON(w, http.StatusNotFound, map[string]string{"error": "no route " + r.Method + " " + r.URL.Path})
+	}
+}
+
+// level serves the state document; with ?wait=D&after=N it waits until
+// the sequence passes N or D (at most fakeMaxWait) elapses.
+func (d *daemon) level(w http.ResponseWriter, r *http.Request) {
+	st, changed := d.current()
+	if q := r.URL.Query(); q.Has("wait") || q.Has("after") {
+		wait, err := time.ParseDuration(q.Get("wait"))
+		if err != nil || wait < 0 {
+			writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("wait must be a duration (was %q)", q.Get("wait"))})
+			return
+		}
+		after, err := strconv.ParseUint(q.Get("after"), 10, 64)
+		if err != nil {
+			writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("after must be a sequence number (was %q)", q.Get("after"))})
+			return
+		}
+		if wait > 0 && st.Sequence <= after {
+			timer := time.NewTimer(min(wait, fakeMaxWait))
+			select {
+			case <-changed:
+			case <-timer.C:
+			case <-r.Context().Done():
+			}
+			timer.Stop()
+			st, _ = d.current()
+		}
+	}
+	writeFakeJSON(w, http.StatusOK, st)
+}
+
+// stream serves the SSE stream: the retry hint and the state, then one
+// event per change and a ping every heartbeat.
+func (d *daemon) stream(w http.ResponseWriter, r *http.Request) {
+	d.mu.Lock()
+	d.streams = append(d.streams, time.Now())
+	d.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	st, changed := d.current()
+	fmt.Fprint(w, "retry: 2000\n\n")
+	writeFakeEvent(w, st)
+	ping := time.NewTicker(fakeHeartbeat)
+	defer ping.Stop()
+	for {
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+		case <-changed:
+			st, changed = d.current()
+			writeFakeEvent(w, st)
+		}
+	}
+}
+
+// outcomes adds the reported counts to the window.
+func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
+	var body struct{ Success, Failure int64 }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Success < 0 || body.Failure < 0 {
+		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"success\": N, \"failure\": N}"})
+		return
+	}
+	d.win.Record(time.Now(), body.Success, body.Failure)
+	writeFakeJSON(w, http.StatusAccepted, map[string]int64{"accepted": body.Success + body.Failure})
+}
+
+func writeFakeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeFakeEvent(w http.ResponseWriter, st State) {
+	b, _ := json.Marshal(st)
+	fmt.Fprintf(w, "id: %d\nevent: level\ndata: %s\n\n", st.Sequence, b)
+}
+
 func (d *daemon) start() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/level/stream" {
-			d.mu.Lock()
-			d.streams = append(d.streams, time.Now())
-			d.mu.Unlock()
-		}
-		d.h.ServeHTTP(w, r)
-	}))
+	h := http.Handler(d)
 	if d.wrap != nil {
 		h = d.wrap(h)
 	}
@@ -153,13 +279,6 @@ func (d *daemon) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	cli.Close()
 	srv.Close()
 	return nil, errRefused
-}
-
-func (d *daemon) override(level string) {
-	d.t.Helper()
-	if _, err := d.ctl.SetOverride(controller.OverrideRequest{Level: level, Mode: controller.ModePin, TTL: time.Hour, Reason: "test " + level}); err != nil {
-		d.t.Fatal(err)
-	}
 }
 
 type pipeListener struct {
@@ -209,5 +328,3 @@ func running(t testing.TB, c *Client) (stop func() error) {
 }
 
 func isCanceled(err error) bool { return errors.Is(err, context.Canceled) }
-
-var _ = strings.Contains

@@ -81,7 +81,7 @@ func TestReconnectsAfterRestartAndCatchesUp(t *testing.T) {
 		d.start()
 		time.Sleep(35 * time.Second) // more than the backoff cap
 		synctest.Wait()
-		want := d.ctl.State().Sequence
+		want := d.sequence()
 		if st := c.State(); st.Sequence != want || st.Level != "Severe" || c.Stale() {
 			t.Fatalf("after restart: sequence %d level %q stale %v, want sequence %d Severe fresh", st.Sequence, st.Level, c.Stale(), want)
 		}

@@ -3,12 +3,11 @@ package client
 import (
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // The cases follow the WHATWG HTML "Server-sent events" parsing rules
@@ -62,8 +61,8 @@ func TestSSEParserFollowsTheSpec(t *testing.T) {
 					}
 					got = append(got, ev)
 				}
-				if diff := cmp.Diff(tt.want, got); diff != "" {
-					t.Errorf("events (-want +got):\n%s", diff)
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("events\n got %+v\nwant %+v", got, tt.want)
 				}
 				if p.retry != tt.retry {
 					t.Errorf("retry %v, want %v", p.retry, tt.retry)

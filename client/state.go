@@ -1,6 +1,7 @@
 package client
 
 import (
+	"maps"
 	"math"
 	"time"
 )
@@ -70,6 +71,10 @@ type Signals struct {
 	WindowAttempts   int64      `json:"window_attempts"`
 	WindowFailures   int64      `json:"window_failures"`
 	SampledAt        *time.Time `json:"sampled_at"`
+	// Status is each signal's state by name ("cpu", "memory",
+	// "error_rate"): "available", "warming", "failed", "absent" or "off".
+	// Nil before the first health check.
+	Status map[string]string `json:"status"`
 }
 
 // Level is one row of the daemon's level table (GET /v1/levels). A nil
@@ -101,6 +106,7 @@ func (s State) clone() State {
 	s.Signals.MemoryPercent = clonePtr(s.Signals.MemoryPercent)
 	s.Signals.ErrorRatePercent = clonePtr(s.Signals.ErrorRatePercent)
 	s.Signals.SampledAt = clonePtr(s.Signals.SampledAt)
+	s.Signals.Status = maps.Clone(s.Signals.Status)
 	return s
 }
 

@@ -10,6 +10,7 @@ SUBSCRIBERS="${SUBSCRIBERS:-5000}"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
-go build -o "$bin/degraded" ./cmd/degraded
-go build -o "$bin/soak" ./test/soak
+# The soak command lives in the test module (test/go.mod).
+GOWORK=off go build -o "$bin/degraded" ./cmd/degraded
+(cd test && GOWORK=off go build -o "$bin/soak" ./soak)
 timeout 300 "$bin/soak" -binary "$bin/degraded" -duration "$DURATION" -subscribers "$SUBSCRIBERS" "$@"

@@ -1,4 +1,4 @@
-package api
+package openapi_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -58,7 +59,7 @@ type contract struct {
 func loadContract(t *testing.T) *contract {
 	t.Helper()
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromFile("openapi.yaml")
+	doc, err := loader.LoadFromFile(specPath)
 	if err != nil {
 		t.Fatalf("load openapi.yaml: %v", err)
 	}
@@ -284,13 +285,13 @@ func TestOpenAPI(t *testing.T) {
 	c := loadContract(t)
 
 	var badConfig atomic.Bool
-	r := newRig(t, Deps{MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
+	r := newRig(t, api.Deps{MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
 		if badConfig.Load() {
 			return errBadConfig
 		}
 		return nil
 	}})
-	r.tokens.Store(&Tokens{Admin: "adm", Report: "rep"})
+	r.tokens.Store(&api.Tokens{Admin: "adm", Report: "rep"})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	client := srv.Client()
@@ -453,7 +454,7 @@ func TestOpenAPI(t *testing.T) {
 
 	// Without an admin token, a Host that is not loopback, the listen host
 	// or allowed is 421 on every operation (DNS rebinding).
-	open := newRig(t, Deps{Reload: func() error { return nil }})
+	open := newRig(t, api.Deps{Reload: func() error { return nil }})
 	openSrv := httptest.NewServer(open.h)
 	defer openSrv.Close()
 	for path, item := range c.doc.Paths.Map() {
@@ -472,7 +473,7 @@ func TestOpenAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unsaved := httptest.NewServer(NewServer(Deps{Controller: ctrl, Outcomes: &window{}}))
+	unsaved := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: &window{}}))
 	defer unsaved.Close()
 	for _, ex := range []exchange{
 		{name: "override not saved", method: "PUT", target: "/v1/override", body: override, want: 500},

@@ -1,0 +1,103 @@
+package roundtrip_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/degraded/degraded/client"
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
+)
+
+// fullState is a controller.State with every published field set, so
+// that its JSON holds every key the daemon can send.
+func fullState() controller.State {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	recovery := at.Add(5 * time.Minute)
+	sampled := at.Add(-time.Second)
+	return controller.State{
+		Level:              "Major",
+		Index:              3,
+		PriorityThreshold:  50,
+		DisabledFeatures:   []string{"recommendations", "search"},
+		Source:             "override",
+		Recommended:        "Moderate",
+		Reason:             "override set: pin Major for 1h0m0s: INC-42",
+		Since:              at,
+		EarliestRecoveryAt: &recovery,
+		Sequence:           42,
+		Override: &controller.Override{
+			Level:     "Major",
+			Mode:      controller.ModePin,
+			Reason:    "INC-42",
+			SetAt:     at,
+			ExpiresAt: at.Add(time.Hour),
+		},
+		Signals: levels.Sample{
+			Values:         map[levels.Signal]float64{levels.CPU: 91.2, levels.Memory: 40.5, levels.ErrorRate: 12},
+			States:         map[levels.Signal]levels.SignalState{levels.CPU: levels.Available, levels.Memory: levels.Available, levels.ErrorRate: levels.Warming},
+			WindowAttempts: 1000,
+			WindowFailures: 120,
+			SampledAt:      sampled,
+		},
+		Blind: true, // not published (json:"-"), set so that no field is left zero
+	}
+}
+
+// TestFullStateSetsEveryField keeps fullState complete: a field added to
+// controller.State must be set there, so that the next test sees it.
+func TestFullStateSetsEveryField(t *testing.T) {
+	var zero func(path string, v reflect.Value)
+	zero = func(path string, v reflect.Value) {
+		if v.IsZero() {
+			t.Errorf("fullState leaves %s unset: set it, and mirror it in client.State if it is published", path)
+			return
+		}
+		switch v.Kind() {
+		case reflect.Pointer:
+			zero(path, v.Elem())
+		case reflect.Struct:
+			if v.Type() == reflect.TypeFor[time.Time]() {
+				return
+			}
+			for i := range v.NumField() {
+				zero(path+"."+v.Type().Field(i).Name, v.Field(i))
+			}
+		}
+	}
+	zero("State", reflect.ValueOf(fullState()))
+}
+
+// TestClientStateMirrorsTheDaemon decodes the daemon's state document into
+// client.State with unknown fields refused, then encodes it again: the
+// client must neither miss a field the daemon publishes nor name one it
+// does not.
+func TestClientStateMirrorsTheDaemon(t *testing.T) {
+	daemon, err := json.Marshal(fullState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(daemon))
+	dec.DisallowUnknownFields()
+	var st client.State
+	if err := dec.Decode(&st); err != nil {
+		t.Fatalf("client.State cannot hold the daemon's state document: %v\n%s", err, daemon)
+	}
+	again, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got any
+	if err := json.Unmarshal(daemon, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(again, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("client.State encodes the document differently:\n got %s\nwant %s", again, daemon)
+	}
+}

@@ -1,0 +1,87 @@
+package openapi_test
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/degraded/degraded/api"
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// specPath is the document under test, in the daemon's module.
+const specPath = "../../api/openapi.yaml"
+
+// The helpers below are copied from api/api_test.go (package api), which
+// this module cannot import: the table, the fake window and the rig that
+// serves the real controller through api.NewServer.
+
+func pct(v float64) *float64 { return &v }
+
+func testTable(t testing.TB) *levels.Table {
+	t.Helper()
+	tab, err := levels.NewTable([]levels.Level{
+		{Name: "Minor", PriorityThreshold: 10, Thresholds: levels.Thresholds{levels.ErrorRate: 1, levels.CPU: 60}, Disable: []string{"recommendations"}},
+		{Name: "Moderate", PriorityThreshold: 30, Thresholds: levels.Thresholds{levels.ErrorRate: 5, levels.CPU: 70}},
+		{Name: "Major", PriorityThreshold: 50, Thresholds: levels.Thresholds{levels.ErrorRate: 10, levels.CPU: 80}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// window is a fake error window that sums what it is given.
+type window struct {
+	mu       sync.Mutex
+	success  int64
+	failures int64
+}
+
+func (w *window) Record(_ time.Time, s, f int64) {
+	w.mu.Lock()
+	w.success += s
+	w.failures += f
+	w.mu.Unlock()
+}
+
+func (w *window) Totals(time.Time) (int64, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.success + w.failures, w.failures
+}
+
+// rig is the real controller served by the real API.
+type rig struct {
+	c      *controller.Controller
+	tokens *atomic.Pointer[api.Tokens]
+	h      http.Handler
+}
+
+func newRig(t testing.TB, d api.Deps) *rig {
+	t.Helper()
+	win, reg, tokens := &window{}, prometheus.NewRegistry(), new(atomic.Pointer[api.Tokens])
+	tab := testTable(t)
+	var names []string
+	for _, l := range tab.Levels() {
+		names = append(names, l.Name)
+	}
+	m := api.NewMetrics(reg, names)
+	c, err := controller.New(controller.Options{Table: tab, Errors: win, Observer: m, MinimumLevelDuration: time.Minute, Hysteresis: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens.Store(&api.Tokens{})
+	d.Controller, d.Outcomes, d.Gatherer, d.Metrics, d.Tokens = c, win, reg, m, tokens
+	return &rig{c: c, tokens: tokens, h: api.NewServer(d)}
+}
+
+type configError string
+
+func (e configError) Error() string { return string(e) }
+
+const errBadConfig = configError("health_check_interval: must be > 0 (was 0s)")

@@ -18,7 +18,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func pct(v float64) *float64 { return &v }
 
 func testTable(t testing.TB) *levels.Table {
 	t.Helper()

@@ -20,7 +20,6 @@ const specPath = "../../api/openapi.yaml"
 // this module cannot import: the table, the fake window and the rig that
 // serves the real controller through api.NewServer.
 
-func pct(v float64) *float64 { return &v }
 
 func testTable(t testing.TB) *levels.Table {
 	t.Helper()

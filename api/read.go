@@ -16,7 +16,7 @@ func handleHealthz() http.HandlerFunc {
 
 // handleReadyz is ready once the state is loaded and the first health
 // check has run.
-func handleReadyz(c Controller) http.HandlerFunc {
+func handleReadyz(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		if !c.Ready() {
 			writeError(w, http.StatusServiceUnavailable, "first health check has not run yet")
@@ -36,7 +36,7 @@ type levelRow struct {
 	Disable           []string `json:"disable"`
 }
 
-func handleLevels(c Controller) http.HandlerFunc {
+func handleLevels(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		ls := c.Table().Levels()
 		rows := make([]levelRow, len(ls))
@@ -51,7 +51,7 @@ func handleLevels(c Controller) http.HandlerFunc {
 	}
 }
 
-func handleHistory(c Controller) http.HandlerFunc {
+func handleHistory(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		limit := controller.HistoryLimit
 		if s := r.URL.Query().Get("limit"); s != "" {

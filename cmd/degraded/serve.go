@@ -211,7 +211,7 @@ func serve(ctx context.Context, load loader, resetState bool, stdout, stderr io.
 	handler := api.NewServer(api.Deps{
 		Controller:     d.ctrl,
 		Outcomes:       d.window,
-		Tokens:         &d.tokens,
+		Tokens:         func() api.Tokens { return *d.tokens.Load() },
 		Reload:         func() error { return d.reload(load) },
 		Gatherer:       reg,
 		Metrics:        d.metrics,

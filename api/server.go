@@ -44,10 +44,13 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Metrics counts outcomes and subscribers; nil counts nothing.
 	Metrics *Metrics
-	// Heartbeat is the SSE ping period (default 15s).
+	// Heartbeat is the SSE ping period (sse.heartbeat). Zero means 15s,
+	// the config default: every stream pings, because a client treats a
+	// silent stream as lost.
 	Heartbeat time.Duration
-	// MaxSubscribers bounds concurrent SSE streams (default 20000). It is
-	// lowered to MaxStreams when above it.
+	// MaxSubscribers bounds concurrent SSE streams (sse.max_subscribers).
+	// It is lowered to MaxStreams when above it. 0 means no bound besides
+	// MaxStreams.
 	MaxSubscribers int
 	// MaxStreams bounds SSE streams and waiting long-polls together
 	// (sse.max_subscribers aside); beyond it they are 503. Set it to
@@ -55,7 +58,8 @@ type Deps struct {
 	// connection. 0 means no bound besides MaxSubscribers.
 	MaxStreams int
 	// WriteTimeout is how long one write to an SSE stream may block before
-	// the subscriber is dropped (sse.write_timeout, default 10s).
+	// the subscriber is dropped (sse.write_timeout). Zero means 10s, the
+	// config default: a subscriber that stops reading is always dropped.
 	WriteTimeout time.Duration
 	// MaxWait bounds long-poll waits (default 60s).
 	MaxWait time.Duration
@@ -89,9 +93,6 @@ func NewServer(d Deps) http.Handler {
 	}
 	if d.Heartbeat <= 0 {
 		d.Heartbeat = 15 * time.Second
-	}
-	if d.MaxSubscribers <= 0 {
-		d.MaxSubscribers = 20000
 	}
 	if d.MaxStreams > 0 && d.MaxSubscribers > d.MaxStreams {
 		d.Logger.Warn("sse.max_subscribers lowered to the stream cap, max_connections - 32", "max_subscribers", d.MaxSubscribers, "lowered_to", d.MaxStreams)

@@ -74,7 +74,8 @@ func newRig(t testing.TB, d Deps) *rig {
 	}
 	r.c, r.m = c, m
 	r.tokens.Store(&Tokens{})
-	d.Controller, d.Outcomes, d.Gatherer, d.Metrics, d.Tokens = c, r.win, r.reg, m, r.tokens
+	d.Controller, d.Outcomes, d.Gatherer, d.Metrics = c, r.win, r.reg, m
+	d.Tokens = func() Tokens { return *r.tokens.Load() }
 	r.h = NewServer(d)
 	return r
 }

@@ -38,7 +38,7 @@ const refusalLogEvery = 10 * time.Second
 func (s *server) requireToken(kind tokenKind, route string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tokens := s.Tokens.Load()
+			tokens := s.Tokens()
 			want := tokens.Admin
 			if kind == reportToken {
 				want = tokens.Report

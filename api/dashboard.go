@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/levels"
 )
 
@@ -108,7 +109,7 @@ type samplesBody struct {
 // handleSamples serves the signals of recent health checks, oldest first:
 // the dashboard's sparklines. The controller bounds the ring (about ten
 // minutes, at most controller.SamplesLimit entries).
-func handleSamples(c Controller) http.HandlerFunc {
+func handleSamples(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		s := c.Samples()
 		if s == nil {

@@ -15,7 +15,7 @@ import (
 // allowed_hosts is 421, so a DNS-rebound name cannot reach an open daemon.
 func (s *server) browserSafety(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Tokens.Load().Admin == "" && !s.hostServed(r.Host) {
+		if s.Tokens().Admin == "" && !s.hostServed(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf(
 				"Host %q is not served: without an admin token only loopback names, the listen host and allowed_hosts are (DNS rebinding protection)", r.Host))
 			return

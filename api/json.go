@@ -67,9 +67,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) *httpError {
 	if _, err := keys.Token(); !errors.Is(err, io.EOF) {
 		return &httpError{http.StatusBadRequest, "body must hold a single JSON object"}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// checkKeys has refused unknown fields with our own message, so the
+	// decoder needs no DisallowUnknownFields (whose error is untyped).
+	if err := json.Unmarshal(data, v); err != nil {
 		return decodeError(err)
 	}
 	return nil
@@ -189,8 +189,6 @@ func decodeError(err error) *httpError {
 		return &httpError{http.StatusBadRequest, "body is empty"}
 	case errors.As(err, &typ):
 		return &httpError{http.StatusBadRequest, fmt.Sprintf("field %q must be %s", typ.Field, kindName(typ.Type))}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return &httpError{http.StatusBadRequest, "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")}
 	default:
 		return &httpError{http.StatusBadRequest, "body is not valid JSON"}
 	}

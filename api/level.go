@@ -90,7 +90,7 @@ func (s *server) streamLimitMessage() string {
 
 // waitFor returns once the sequence passes after, d elapses, ctx ends or
 // shutdown is closed.
-func waitFor(ctx context.Context, shutdown <-chan struct{}, c Controller, after uint64, d time.Duration) {
+func waitFor(ctx context.Context, shutdown <-chan struct{}, c *controller.Controller, after uint64, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
@@ -138,7 +138,7 @@ type shedBody struct {
 
 // handleAdmit answers a proxy's "may I serve priority N?": 204 if admitted,
 // else deny_status (403, 429 or 503) with Retry-After.
-func handleAdmit(c Controller) http.HandlerFunc {
+func handleAdmit(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		p, err := strconv.ParseInt(q.Get("priority"), 10, 64)

@@ -17,7 +17,7 @@ func handleHealthz() http.HandlerFunc {
 
 // handleReadyz is ready once the state is loaded and the first health
 // check has run.
-func handleReadyz(c Controller) http.HandlerFunc {
+func handleReadyz(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		if !c.Ready() {
 			writeError(w, http.StatusServiceUnavailable, "first health check has not run yet")
@@ -44,7 +44,7 @@ func levelRow(i int, l levels.Level) map[string]any {
 	return row
 }
 
-func handleLevels(c Controller) http.HandlerFunc {
+func handleLevels(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		ls := c.Table().Levels()
 		rows := make([]map[string]any, len(ls))
@@ -55,7 +55,7 @@ func handleLevels(c Controller) http.HandlerFunc {
 	}
 }
 
-func handleHistory(c Controller) http.HandlerFunc {
+func handleHistory(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		limit := controller.HistoryLimit
 		if s := r.URL.Query().Get("limit"); s != "" {

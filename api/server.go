@@ -7,22 +7,8 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// Controller is what the API reads from and asks of the controller.
-type Controller interface {
-	State() *controller.State
-	LevelChanged() <-chan struct{}
-	Sampled() <-chan struct{}
-	Ready() bool
-	History(limit int) []controller.Transition
-	Samples() []levels.Sample
-	Table() *levels.Table
-	SetOverride(controller.OverrideRequest) (*controller.State, error)
-	ClearOverride() (*controller.State, error)
-}
 
 // Outcomes is the error window that POST /v1/outcomes feeds and whose live
 // totals GET /v1/level shows under "reports".
@@ -32,7 +18,7 @@ type Outcomes interface {
 }
 
 // Tokens are the bearer tokens in force; an empty token leaves its
-// endpoints open. Held behind an atomic pointer so a reload can swap them.
+// endpoints open.
 type Tokens struct {
 	// Admin protects override changes and reload.
 	Admin string
@@ -43,10 +29,14 @@ type Tokens struct {
 // Deps is everything NewServer needs. Zero fields take the documented
 // defaults; Controller and Outcomes are required.
 type Deps struct {
-	Controller Controller
+	// Controller is read by every endpoint and commanded by the override
+	// ones. It is the concrete type: the handlers serve its documents
+	// as they are, and no other implementation exists.
+	Controller *controller.Controller
 	Outcomes   Outcomes
-	// Tokens holds the current Tokens; nil means no tokens (open).
-	Tokens *atomic.Pointer[Tokens]
+	// Tokens returns the tokens in force. It is called on each request, so
+	// a reload that swaps them applies at once; nil means no tokens (open).
+	Tokens func() Tokens
 	// Reload re-reads the configuration; nil makes POST /-/reload a 404.
 	// Its error, if any, is shown to the (authenticated) caller.
 	Reload func() error
@@ -54,10 +44,13 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Metrics counts outcomes and subscribers; nil counts nothing.
 	Metrics *Metrics
-	// Heartbeat is the SSE ping period (default 15s).
+	// Heartbeat is the SSE ping period (sse.heartbeat). Zero means 15s,
+	// the config default: every stream pings, because a client treats a
+	// silent stream as lost.
 	Heartbeat time.Duration
-	// MaxSubscribers bounds concurrent SSE streams (default 20000). It is
-	// lowered to MaxStreams when above it.
+	// MaxSubscribers bounds concurrent SSE streams (sse.max_subscribers).
+	// It is lowered to MaxStreams when above it. 0 means no bound besides
+	// MaxStreams.
 	MaxSubscribers int
 	// MaxStreams bounds SSE streams and waiting long-polls together
 	// (sse.max_subscribers aside); beyond it they are 503. Set it to
@@ -65,7 +58,8 @@ type Deps struct {
 	// connection. 0 means no bound besides MaxSubscribers.
 	MaxStreams int
 	// WriteTimeout is how long one write to an SSE stream may block before
-	// the subscriber is dropped (sse.write_timeout, default 10s).
+	// the subscriber is dropped (sse.write_timeout). Zero means 10s, the
+	// config default: a subscriber that stops reading is always dropped.
 	WriteTimeout time.Duration
 	// MaxWait bounds long-poll waits (default 60s).
 	MaxWait time.Duration
@@ -104,9 +98,6 @@ func NewServer(d Deps) http.Handler {
 	if d.Heartbeat <= 0 {
 		d.Heartbeat = 15 * time.Second
 	}
-	if d.MaxSubscribers <= 0 {
-		d.MaxSubscribers = 20000
-	}
 	if d.MaxStreams > 0 && d.MaxSubscribers > d.MaxStreams {
 		d.Logger.Warn("sse.max_subscribers lowered to the stream cap, max_connections - 32", "max_subscribers", d.MaxSubscribers, "lowered_to", d.MaxStreams)
 		d.MaxSubscribers = d.MaxStreams
@@ -118,10 +109,7 @@ func NewServer(d Deps) http.Handler {
 		d.MaxWait = 60 * time.Second
 	}
 	if d.Tokens == nil {
-		d.Tokens = new(atomic.Pointer[Tokens])
-	}
-	if d.Tokens.Load() == nil {
-		d.Tokens.Store(&Tokens{})
+		d.Tokens = func() Tokens { return Tokens{} }
 	}
 	if d.Gatherer == nil {
 		d.Gatherer = prometheus.NewRegistry()

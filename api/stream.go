@@ -30,7 +30,7 @@ var dropReasons = []string{dropWriteTimeout, dropWriteError, dropLimit, dropShut
 // and holds no queue; one whose write blocks for WriteTimeout is dropped.
 func (s *server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.subscribers.Add(1) > int64(s.MaxSubscribers) {
+		if n := s.subscribers.Add(1); s.MaxSubscribers > 0 && n > int64(s.MaxSubscribers) {
 			s.subscribers.Add(-1)
 			s.Metrics.sseDropped(dropLimit)
 			refuseStream(w, fmt.Sprintf("subscriber limit of %d reached", s.MaxSubscribers))

@@ -172,6 +172,26 @@ func TestStreamSubscriberLimit(t *testing.T) {
 	}
 }
 
+// TestStreamSubscribersUnboundedByDefault: without MaxSubscribers (and
+// MaxStreams) a handler bounds no stream count of its own.
+func TestStreamSubscribersUnboundedByDefault(t *testing.T) {
+	r := newRig(t, Deps{})
+	srv := httptest.NewServer(r.h)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 3 {
+		ch, resp := subscribe(t, ctx, srv.URL+"/v1/level/stream")
+		if resp.StatusCode != 200 {
+			t.Fatalf("subscriber %d: %d, want 200", i+1, resp.StatusCode)
+		}
+		next(t, ch, isLevel)
+	}
+	if got := gaugeValue(t, r, "degraded_sse_subscribers"); got != 3 {
+		t.Errorf("degraded_sse_subscribers = %v, want 3", got)
+	}
+}
+
 // TestStreamEndsWithServer checks that cancelling the server's base context,
 // as a shutdown does, ends open streams.
 func TestStreamEndsWithServer(t *testing.T) {

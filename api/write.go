@@ -62,13 +62,13 @@ type overrideBody struct {
 	Reason string `json:"reason"`
 }
 
-func handleGetOverride(c Controller) http.HandlerFunc {
+func handleGetOverride(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]*controller.Override{"override": c.State().Override})
 	}
 }
 
-func handleSetOverride(c Controller) http.HandlerFunc {
+func handleSetOverride(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b overrideBody
 		if err := decode(w, r, &b); err != nil {
@@ -92,7 +92,7 @@ func handleSetOverride(c Controller) http.HandlerFunc {
 	}
 }
 
-func handleClearOverride(c Controller) http.HandlerFunc {
+func handleClearOverride(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		st, err := c.ClearOverride()
 		writeOverrideResult(w, st, err)

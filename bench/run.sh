@@ -2,9 +2,9 @@
 # bench/run.sh: every performance measurement of degraded, side by side with
 # its peers, then docs/performance.md rewritten from the results.
 #
-#   bench/run.sh            full run (about 9 minutes on 2 cores)
+#   bench/run.sh            full run (about 10 minutes on 2 cores)
 #   QUICK=1 bench/run.sh    one-iteration smoke (about 1 minute): writes
-#                           bench/results/performance-quick.md, not the docs
+#                           bench/results/quick/performance-quick.md, not the docs
 #
 # Installs what it needs (Debian's redis-server and wrk), runs everything on
 # 127.0.0.1 only, bounds every step with a timeout, and leaves nothing running.

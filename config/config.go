@@ -69,13 +69,6 @@ type Config struct {
 // are kept for short requests, and streams and long-polls share the rest.
 const MinConnections = 64
 
-// Signal sources accepted by [SignalSource].
-const (
-	SourceHost   = "host"
-	SourceCgroup = "cgroup"
-	SourceOff    = "off"
-)
-
 // Signals selects where CPU and memory are sampled.
 type Signals struct {
 	// CPU selects the CPU sampler.
@@ -88,7 +81,7 @@ type Signals struct {
 
 // SignalSource configures one sampled signal.
 type SignalSource struct {
-	// Source is SourceHost, SourceCgroup or SourceOff.
+	// Source is one of [signals.Sources]: "host", "cgroup" or "off".
 	Source string `koanf:"source"`
 }
 

@@ -12,14 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/degraded/degraded/errwindow"
 	"github.com/degraded/degraded/levels"
+	"github.com/degraded/degraded/signals"
 )
 
 // levelName is the pattern every configured level name must match.
 var levelName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
-
-// maxBuckets bounds error_rate_window_buckets (the window's fixed memory).
-const maxBuckets = 10000
 
 // Validate checks c against every rule of the configuration contract and
 // returns all problems at once as a *[ValidationError], each formatted
@@ -44,10 +43,10 @@ func (c *Config) Validate() (warnings []string, err error) {
 	}
 	v.positive("error_rate_window", c.ErrorRateWindow)
 	switch b := c.ErrorRateWindowBuckets; {
-	case b < 1 || b > maxBuckets:
-		v.add("error_rate_window_buckets", fmt.Sprintf("must be in [1, %d]", maxBuckets), b)
-	case c.ErrorRateWindow > 0 && c.ErrorRateWindow/time.Duration(b) < time.Millisecond:
-		v.add("error_rate_window_buckets", fmt.Sprintf("each bucket (error_rate_window / buckets = %s) must be >= 1ms", c.ErrorRateWindow/time.Duration(b)), b)
+	case b < 1 || b > errwindow.MaxBuckets:
+		v.add("error_rate_window_buckets", fmt.Sprintf("must be in [1, %d]", errwindow.MaxBuckets), b)
+	case c.ErrorRateWindow > 0 && c.ErrorRateWindow/time.Duration(b) < errwindow.MinBucketWidth:
+		v.add("error_rate_window_buckets", fmt.Sprintf("each bucket (error_rate_window / buckets = %s) must be >= %s", c.ErrorRateWindow/time.Duration(b), errwindow.MinBucketWidth), b)
 	}
 	if c.MinThroughput < 0 {
 		v.add("min_throughput", "must be >= 0", c.MinThroughput)
@@ -62,9 +61,10 @@ func (c *Config) Validate() (warnings []string, err error) {
 	}
 	v.allowedHosts(c.AllowedHosts)
 
-	v.oneOf("signals.cpu.source", c.Signals.CPU.Source, SourceHost, SourceCgroup, SourceOff)
-	v.oneOf("signals.memory.source", c.Signals.Memory.Source, SourceHost, SourceCgroup, SourceOff)
-	if (c.Signals.CPU.Source == SourceCgroup || c.Signals.Memory.Source == SourceCgroup) && c.Signals.CgroupPath == "" {
+	v.source("signals.cpu.source", c.Signals.CPU.Source)
+	v.source("signals.memory.source", c.Signals.Memory.Source)
+	cgroup := string(signals.SourceCgroup)
+	if (c.Signals.CPU.Source == cgroup || c.Signals.Memory.Source == cgroup) && c.Signals.CgroupPath == "" {
 		v.add("signals.cgroup_path", "must be set when a signal source is cgroup", "")
 	}
 
@@ -128,6 +128,15 @@ func (v *validator) oneOf(key, val string, allowed ...string) {
 		}
 	}
 	v.add(key, "must be one of "+strings.Join(allowed, ", "), val)
+}
+
+// source checks that val names one of [signals.Sources].
+func (v *validator) source(key, val string) {
+	var names []string
+	for _, s := range signals.Sources() {
+		names = append(names, string(s))
+	}
+	v.oneOf(key, val, names...)
 }
 
 // tls checks that cert and key are both set or both empty, readable, and a

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,8 +44,7 @@ func startDaemon(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	ctrl.Check(context.Background()) // ready: the first health check has run
-	tokens := new(atomic.Pointer[api.Tokens])
-	tokens.Store(&api.Tokens{Admin: adminToken})
+	tokens := func() api.Tokens { return api.Tokens{Admin: adminToken} }
 	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: win, Tokens: tokens}))
 	t.Cleanup(srv.Close)
 	return srv

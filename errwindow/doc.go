@@ -4,9 +4,10 @@
 // A [Window] is error_rate_window_buckets buckets of
 // error_rate_window / buckets each. [Window.Totals] sums the bucket holding
 // now plus the buckets-1 before it; older counts never come back, however long
-// the window sat idle. Memory is fixed at construction, and [Window.Record]
-// uses only atomics and never allocates, so it can sit on every request's path
-// (the POST /v1/outcomes handler and in-process callers) from many goroutines.
+// the window sat idle. Memory is fixed at construction; one mutex guards the
+// ring, and [Window.Record] holds it for a few instructions and never
+// allocates, so many goroutines (the POST /v1/outcomes handler and in-process
+// callers) may record at once.
 //
 // Both methods take the time as an argument and never read the clock: the
 // caller owns time, and tests pass fixed times.

@@ -329,17 +329,11 @@ func TestConcurrentLapsNeverMix(t *testing.T) {
 	wg.Wait()
 
 	base := t0.UnixNano() / int64(width)
-	for i := range w.slots {
-		s := &w.slots[i]
-		st := s.state.Load()
-		if writers := st & (1<<countBits - 1); writers != 0 {
-			t.Errorf("slot %d: %d writers still registered", i, writers)
-		}
-		lap := (int64(st>>countBits) - 1 - base) / buckets
-		succ, fail := s.success.Load(), s.failure.Load()
-		if lap != laps-1 || succ != goroutines || fail != laps*goroutines {
+	for i, b := range w.ring {
+		lap := (b.tag - 1 - base) / buckets
+		if lap != laps-1 || b.success != goroutines || b.failure != laps*goroutines {
 			t.Errorf("slot %d: lap %d, %d successes, %d failures; want lap %d, %d, %d",
-				i, lap, succ, fail, laps-1, goroutines, laps*goroutines)
+				i, lap, b.success, b.failure, laps-1, goroutines, laps*goroutines)
 		}
 	}
 	a, f := w.Totals(t0.Add(time.Duration(laps*buckets-1) * width))

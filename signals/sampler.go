@@ -47,6 +47,12 @@ const (
 	SourceOff Source = "off"
 )
 
+// Sources returns every accepted [Source], in the order messages list them.
+// The config validation accepts exactly these.
+func Sources() []Source {
+	return []Source{SourceHost, SourceCgroup, SourceOff}
+}
+
 // CPU returns the CPU sampler for source: a [HostCPU] for "host", a
 // [CgroupCPU] reading cgroupDir for "cgroup", and a nil Sampler with a nil
 // error for "off". Any other source is an error. It does not touch the

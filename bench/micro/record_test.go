@@ -1,55 +1,18 @@
 package micro
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/degraded/degraded/bench/proto/window"
 	"github.com/degraded/degraded/errwindow"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Recording one outcome: the daemon's lock-free errwindow.Window against
-// the obvious mutex-guarded ring of the same shape, a Prometheus counter
-// and the floor, a bare atomic add. client.Record (what a service calls
-// per request; the daemon's window is fed by its batched reports) is
-// shown too.
-
-// mutexWindow is the straightforward mutex-guarded bucketed window with
-// the same epoch-aligned buckets as errwindow.Window.
-type mutexWindow struct {
-	mu                sync.Mutex
-	width             int64
-	tags              []int64
-	success, failures []int64
-}
-
-func newMutexWindow(window time.Duration, buckets int) *mutexWindow {
-	return &mutexWindow{
-		width:    int64(window) / int64(buckets),
-		tags:     make([]int64, buckets),
-		success:  make([]int64, buckets),
-		failures: make([]int64, buckets),
-	}
-}
-
-func (m *mutexWindow) Record(now time.Time, success, failure int64) {
-	b := now.UnixNano() / m.width
-	i := b % int64(len(m.tags))
-	m.mu.Lock()
-	switch {
-	case m.tags[i] > b:
-		m.mu.Unlock()
-		return
-	case m.tags[i] < b:
-		m.tags[i], m.success[i], m.failures[i] = b, 0, 0
-	}
-	m.success[i] += max(success, 0)
-	m.failures[i] += max(failure, 0)
-	m.mu.Unlock()
-}
+// Recording one outcome: the daemon's errwindow.Window (a mutex-guarded
+// ring) against a Prometheus counter and the floor, a bare atomic add.
+// client.Record (what a service calls per request; the daemon's window is
+// fed by its batched reports) is shown too.
 
 type recorder struct {
 	name  string
@@ -67,18 +30,6 @@ func recorders() []recorder {
 			if err != nil {
 				b.Fatal(err)
 			}
-			return func() { w.Record(now, 1, 0) }
-		}},
-		{"proto.Window.Record", func(b *testing.B) func() {
-			// The fix proposed in finding F1 (bench/proto/window).
-			w, err := window.New(window.Options{Window: time.Minute, Buckets: 6})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return func() { w.Record(now, 1, 0) }
-		}},
-		{"mutex.window", func(b *testing.B) func() {
-			w := newMutexWindow(time.Minute, 6)
 			return func() { w.Record(now, 1, 0) }
 		}},
 		{"prometheus.Counter.Add", func(b *testing.B) func() {

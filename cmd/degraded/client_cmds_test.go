@@ -64,8 +64,7 @@ func newCLIDaemon(t *testing.T) *cliDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := new(atomic.Pointer[api.Tokens])
-	tokens.Store(&api.Tokens{Admin: "adm"})
+	tokens := func() api.Tokens { return api.Tokens{Admin: "adm"} }
 	h := api.NewServer(api.Deps{Controller: d.ctl, Outcomes: d.win, Tokens: tokens})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.down.Load() {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/degraded/degraded/config"
@@ -79,24 +78,38 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		versionCmd(stdout),
 	)
 	root.AddCommand(clientCmds(environ, stdout)...)
-	_, err := root.ExecuteContextC(ctx)
-	if err != nil && isCobraUsage(err) {
+	usageChecks(root)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && cmd.CalledAs() == "" {
+		// cobra found no command for args (it ran none): a mistyped
+		// command path.
 		return usageError{err}
 	}
 	return err
 }
 
-// isCobraUsage recognises cobra's own argument errors, which it does not type.
-func isCobraUsage(err error) bool {
-	var ue usageError
-	if errors.As(err, &ue) {
-		return false
-	}
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
+// usageChecks makes the argument and required-flag errors of c and every
+// command under it usage errors (exit 2): cobra's validators return them
+// untyped. Flag parse errors are marked by the root's FlagErrorFunc.
+// Commands that cannot run keep a nil Args, so cobra still reports an
+// unknown subcommand.
+func usageChecks(c *cobra.Command) {
+	if c.Runnable() {
+		valid := c.Args
+		if valid == nil {
+			valid = cobra.ArbitraryArgs
+		}
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := valid(cmd, args); err != nil {
+				return usageError{err}
+			}
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageError{err}
+			}
+			return nil
 		}
 	}
-	return false
+	for _, sub := range c.Commands() {
+		usageChecks(sub)
+	}
 }

@@ -73,6 +73,13 @@ func TestValidate(t *testing.T) {
 			stderr: []string{"auth.report_token: must not be the example's placeholder"}, hidden: []string{placeholder}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: []string{"unknown command"}},
 		{name: "unknown flag", args: []string{"serve", "--frob"}, code: 2, stderr: []string{"unknown flag: --frob"}},
+		{name: "unknown subcommand", args: []string{"override", "frob"}, code: 0, stdout: []string{"Usage:"}},
+		{name: "argument to a command that takes none", args: []string{"serve", "extra"}, code: 2,
+			stderr: []string{"degraded: unknown command \"extra\" for \"degraded serve\"\n"}},
+		{name: "missing required flag", args: []string{"override", "set", "Major", "--ttl", "1m"}, code: 2,
+			stderr: []string{"degraded: required flag(s) \"reason\" not set\n"}},
+		{name: "no command", args: nil, code: 0, stdout: []string{"Usage:"}},
+		{name: "help", args: []string{"help", "serve"}, code: 0, stdout: []string{"Usage:"}},
 		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"degraded "}},
 	}
 	for _, tt := range tests {

@@ -212,7 +212,7 @@ func serve(ctx context.Context, load loader, resetState bool, stdout, stderr io.
 		Controller:     d.ctrl,
 		Outcomes:       d.window,
 		Reported:       d.ctrl.Reported,
-		Tokens:         &d.tokens,
+		Tokens:         func() api.Tokens { return *d.tokens.Load() },
 		Reload:         func() error { return d.reload(load) },
 		Gatherer:       reg,
 		Metrics:        d.metrics,

@@ -83,7 +83,7 @@ func startDaemon(t *testing.T) *daemon {
 	}
 	tokens := new(atomic.Pointer[api.Tokens])
 	tokens.Store(&api.Tokens{Admin: adminToken})
-	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: win, Tokens: tokens, Heartbeat: time.Second}))
+	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: win, Tokens: func() api.Tokens { return *tokens.Load() }, Heartbeat: time.Second}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()

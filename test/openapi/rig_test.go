@@ -20,7 +20,6 @@ const specPath = "../../api/openapi.yaml"
 // this module cannot import: the table, the fake window and the rig that
 // serves the real controller through api.NewServer.
 
-
 func testTable(t testing.TB) *levels.Table {
 	t.Helper()
 	tab, err := levels.NewTable([]levels.Level{
@@ -75,7 +74,8 @@ func newRig(t testing.TB, d api.Deps) *rig {
 		t.Fatal(err)
 	}
 	tokens.Store(&api.Tokens{})
-	d.Controller, d.Outcomes, d.Gatherer, d.Metrics, d.Tokens = c, win, reg, m, tokens
+	d.Controller, d.Outcomes, d.Gatherer, d.Metrics = c, win, reg, m
+	d.Tokens = func() api.Tokens { return *tokens.Load() }
 	return &rig{c: c, tokens: tokens, h: api.NewServer(d)}
 }
 

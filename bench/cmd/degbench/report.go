@@ -153,7 +153,7 @@ func (r *report) write(b *strings.Builder) {
 		p("| %s | %s |\n", kv[0], kv[1])
 	}
 	if r.commands != "" {
-		p("\n## Commands\n\nFrom the repository root, `bench/run.sh` (`QUICK=1` for a one-iteration smoke that\nwrites `bench/results/performance-quick.md` instead). It ran:\n\n```sh\n%s\n```\n", r.commands)
+		p("\n## Commands\n\nFrom the repository root, `bench/run.sh` (`QUICK=1` for a one-iteration smoke that\nwrites `bench/results/quick/performance-quick.md` instead). It ran:\n\n```sh\n%s\n```\n", r.commands)
 	}
 	p("\n## Targets\n\n| target | measured | verdict |\n|---|---|---|\n")
 	for _, v := range r.verdicts {
@@ -205,11 +205,11 @@ func (r *report) writeRecord(b *strings.Builder) {
 	p("\n## 2. Error recording\n\n")
 	p("`go test -bench BenchmarkRecord ./micro` (bench/micro/record_test.go), median of %d runs: one\n", r.microRun)
 	p("success recorded. `errwindow.Record` is `Window.Record(now, 1, 0)` on the daemon's window\n")
-	p("(1m, 6 buckets); `mutex.window` the same ring under a `sync.Mutex`; `client.Record` is what a\n")
-	p("service calls per request (the daemon's window is fed by its batched reports). Ratio = row /\n")
+	p("(1m, 6 buckets, a ring under one `sync.Mutex`); `client.Record` is what a service calls per\n")
+	p("request (the daemon's window is fed by its batched reports). Ratio = row /\n")
 	p("`atomic.Int64.Add` (the parallel ones all contend on one counter, as the window does).\n\n")
 	p("| recorder | serial ns/op | parallel ns/op | allocs/op | serial ratio | parallel ratio |\n|---|---:|---:|---:|---:|---:|\n")
-	names := []string{"errwindow.Record", "proto.Window.Record", "mutex.window", "prometheus.Counter.Add", "atomic.Int64.Add", "degraded.client.Record"}
+	names := []string{"errwindow.Record", "prometheus.Counter.Add", "atomic.Int64.Add", "degraded.client.Record"}
 	base, _, _ := r.med("BenchmarkRecord/serial/atomic.Int64.Add")
 	pbase, _, _ := r.med("BenchmarkRecord/parallel/atomic.Int64.Add")
 	for _, n := range names {

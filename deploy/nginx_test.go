@@ -18,10 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/degraded/degraded/api"
-	"github.com/degraded/degraded/config"
-	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/internal/daemon"
+	"github.com/degraded/degraded/internal/daemon/daemontest"
 )
 
 const adminToken = "nginx-test-admin"
@@ -31,23 +29,13 @@ const adminToken = "nginx-test-admin"
 // overrides, which take effect at once.
 func startDaemon(t *testing.T) *httptest.Server {
 	t.Helper()
-	table, err := config.Default().Table()
-	if err != nil {
-		t.Fatal(err)
-	}
-	win, err := errwindow.New(errwindow.Options{Window: time.Minute, Buckets: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl, err := controller.New(controller.Options{Table: table, Errors: win, MinThroughput: 10, MinimumLevelDuration: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl.Check(context.Background()) // ready: the first health check has run
-	tokens := func() api.Tokens { return api.Tokens{Admin: adminToken} }
-	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: win, Tokens: tokens}))
-	t.Cleanup(srv.Close)
-	return srv
+	r := daemontest.Start(t, `
+data_dir: ""
+signals: {cpu: {source: off}, memory: {source: off}}
+auth: {token: "`+adminToken+`"}
+`, daemon.Options{})
+	r.Controller().Check(context.Background()) // ready at once: the first health check has run
+	return r.Server
 }
 
 // app is the service behind nginx: it answers 200 and counts what reached it.

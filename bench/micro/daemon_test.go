@@ -2,16 +2,14 @@ package micro
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/client"
-	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/internal/daemon"
+	"github.com/degraded/degraded/internal/daemon/daemontest"
 )
 
 // followingClient returns a client.Client that holds a real state pushed
@@ -19,22 +17,11 @@ import (
 // loopback), pinned at level: the exact state a service would be in.
 func followingClient(b *testing.B, level string) *client.Client {
 	b.Helper()
-	table, err := config.Default().Table()
-	if err != nil {
-		b.Fatal(err)
-	}
-	win, err := errwindow.New(errwindow.Options{Window: time.Minute, Buckets: 6})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctrl, err := controller.New(controller.Options{Table: table, Errors: win})
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := daemontest.Start(b, `data_dir: ""`, daemon.Options{})
+	ctrl := r.Controller()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = ctrl.Run(ctx) })
-	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: win}))
+	srv := r.Server
 	c, err := client.New(srv.URL, client.WithReportInterval(time.Hour))
 	if err != nil {
 		b.Fatal(err)
@@ -42,8 +29,6 @@ func followingClient(b *testing.B, level string) *client.Client {
 	wg.Go(func() { _ = c.Run(ctx) })
 	b.Cleanup(func() {
 		cancel()
-		srv.CloseClientConnections()
-		srv.Close()
 		wg.Wait()
 	})
 	if _, err := ctrl.SetOverride(controller.OverrideRequest{Level: level, Mode: controller.ModePin, TTL: time.Hour, Reason: "bench"}); err != nil {

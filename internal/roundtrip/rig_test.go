@@ -9,48 +9,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/client"
 	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/levels"
+	"github.com/degraded/degraded/errwindow"
+	rig "github.com/degraded/degraded/internal/daemon"
+	"github.com/degraded/degraded/internal/daemon/daemontest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-
-func testTable(t testing.TB) *levels.Table {
-	t.Helper()
-	tab, err := levels.NewTable([]levels.Level{
-		{Name: "Minor", PriorityThreshold: 10, Thresholds: levels.Thresholds{levels.ErrorRate: 1}, Disable: []string{"recommendations"}},
-		{Name: "Moderate", PriorityThreshold: 30, Thresholds: levels.Thresholds{levels.ErrorRate: 5}},
-		{Name: "Major", PriorityThreshold: 50, Thresholds: levels.Thresholds{levels.ErrorRate: 10}, Disable: []string{"search"}},
-		{Name: "Severe", PriorityThreshold: 70, Thresholds: levels.Thresholds{levels.ErrorRate: 25}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tab
-}
-
-// window is a fake error window that sums what it is given, forever.
-type window struct {
-	mu                sync.Mutex
-	success, failures int64
-}
-
-func (w *window) Record(_ time.Time, s, f int64) {
-	w.mu.Lock()
-	w.success += s
-	w.failures += f
-	w.mu.Unlock()
-}
-
-func (w *window) Totals(time.Time) (int64, int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.success + w.failures, w.failures
-}
+// config is the rig's daemon: four levels on the error rate alone, a
+// window long enough that the tests' reports never age out, and the Host
+// the client uses (a tokenless daemon serves only names it is told about).
+const config = `
+data_dir: ""
+error_rate_window: 1h
+min_throughput: 0
+signals: {cpu: {source: off}, memory: {source: off}}
+allowed_hosts: [degraded.test]
+levels:
+  - {name: Minor, priority_threshold: 10, error_rate_percent: 1, disable: [recommendations]}
+  - {name: Moderate, priority_threshold: 30, error_rate_percent: 5}
+  - {name: Major, priority_threshold: 50, error_rate_percent: 10, disable: [search]}
+  - {name: Severe, priority_threshold: 70, error_rate_percent: 25}
+`
 
 // daemon is the real controller and API served over an in-memory network
 // (net.Pipe), so that tests run inside a synctest bubble in fake time. It
@@ -58,7 +41,7 @@ func (w *window) Totals(time.Time) (int64, int64) {
 type daemon struct {
 	t    testing.TB
 	ctl  *controller.Controller
-	win  *window
+	win  *errwindow.Window
 	h    http.Handler
 	http *http.Client
 
@@ -70,15 +53,8 @@ type daemon struct {
 
 func newDaemon(t testing.TB) *daemon {
 	t.Helper()
-	d := &daemon{t: t, win: &window{}}
-	c, err := controller.New(controller.Options{Table: testTable(t), Errors: d.win, MinimumLevelDuration: time.Minute, Hysteresis: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.ctl = c
-	// Reached as http://degraded.test below: a tokenless daemon serves
-	// only the Host names it is told about (DNS-rebinding protection).
-	d.h = api.NewServer(api.Deps{Controller: c, Outcomes: d.win, AllowedHosts: func() []string { return []string{"degraded.test"} }})
+	dd := daemontest.New(t, config, rig.Options{})
+	d := &daemon{t: t, ctl: dd.Controller(), win: dd.Window(), h: dd.Handler()}
 	tr := &http.Transport{DialContext: d.dial, MaxIdleConnsPerHost: 100}
 	d.http = &http.Client{Transport: tr}
 	t.Cleanup(func() {

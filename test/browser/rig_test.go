@@ -16,10 +16,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/degraded/degraded/api"
-	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/errwindow"
+	rig "github.com/degraded/degraded/internal/daemon"
+	"github.com/degraded/degraded/internal/daemon/daemontest"
 	"go.uber.org/goleak"
 )
 
@@ -60,40 +59,18 @@ type daemon struct {
 
 func startDaemon(t *testing.T) *daemon {
 	t.Helper()
-	table, err := config.Default().Table() // the default six-level table
-	if err != nil {
-		t.Fatal(err)
-	}
-	win, err := errwindow.New(errwindow.Options{Window: time.Minute, Buckets: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl, err := controller.New(controller.Options{
-		Table:                table,
-		HealthCheckInterval:  100 * time.Millisecond,
-		MinimumLevelDuration: time.Hour, // no recovery while the test runs
-		Hysteresis:           0.1,
-		MinThroughput:        10,
-		CPU:                  &wave{base: 38, amp: 12, period: 90},
-		Memory:               &wave{base: 52, amp: 3, period: 300},
-		Errors:               win,
+	// The default six-level table; no recovery while the test runs.
+	r := daemontest.Start(t, `
+data_dir: ""
+health_check_interval: 100ms
+minimum_level_duration: 1h
+auth: {token: "`+adminToken+`"}
+sse: {heartbeat: 1s}
+`, rig.Options{
+		CPU:    &wave{base: 38, amp: 12, period: 90},
+		Memory: &wave{base: 52, amp: 3, period: 300},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := new(atomic.Pointer[api.Tokens])
-	tokens.Store(&api.Tokens{Admin: adminToken})
-	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: win, Tokens: func() api.Tokens { return *tokens.Load() }, Heartbeat: time.Second}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		srv.CloseClientConnections() // the page's event stream
-		srv.Close()
-	})
-	return &daemon{srv: srv, ctrl: ctrl}
+	return &daemon{srv: r.Server, ctrl: r.Controller()}
 }
 
 // call makes one API request and returns the status and body.

@@ -13,11 +13,10 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/bench/proto/ssehub"
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/errwindow"
+	wiring "github.com/degraded/degraded/internal/daemon"
 )
 
 // profileFanoutCmd runs the daemon's own packages in this process, wired
@@ -36,35 +35,33 @@ func profileFanoutCmd(args []string) error {
 	out := fs.String("out", "", "result file (JSON); empty: none")
 	_ = fs.Parse(args)
 
-	table, err := config.Default().Table()
-	if err != nil {
-		return err
-	}
-	win, err := errwindow.New(errwindow.Options{Window: time.Minute, Buckets: 6})
-	if err != nil {
-		return err
-	}
-	opts := controller.Options{Table: table, Errors: win}
+	cfg := config.Default()
+	cfg.DataDir = ""
+	cfg.Signals.CPU.Source, cfg.Signals.Memory.Source = "off", "off"
+	cfg.SSE.MaxSubscribers = *n + 1000
 	if !*memory {
 		tmp, err := os.MkdirTemp("", "degbench-profile")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		opts.Store = &controller.FileStore{Dir: tmp}
+		cfg.DataDir = tmp
 	}
-	ctrl, err := controller.New(opts)
+	d, err := wiring.New(cfg, wiring.Options{})
 	if err != nil {
 		return err
 	}
+	defer d.Close()
+	ctrl := d.Controller()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = ctrl.Run(ctx) }()
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(ctx) }()
+	defer func() { cancel(); <-runDone }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	var handler http.Handler = api.NewServer(api.Deps{Controller: ctrl, Outcomes: win, MaxSubscribers: *n + 1000})
+	handler := d.Handler()
 	if *proto {
 		hub := ssehub.New(ctrl, 15*time.Second)
 		go func() { _ = hub.Run(ctx) }()

@@ -5,18 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
 
-	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/config"
-	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/errwindow"
-	"github.com/prometheus/client_golang/prometheus"
+	wiring "github.com/degraded/degraded/internal/daemon"
 )
 
 // profileHTTPCmd serves the daemon's API in this process (wired as
@@ -30,41 +26,23 @@ func profileHTTPCmd(args []string) error {
 	out := fs.String("out", "cpu-http.pprof", "CPU profile")
 	_ = fs.Parse(args)
 
-	table, err := config.Default().Table()
-	if err != nil {
-		return err
-	}
-	win, err := errwindow.New(errwindow.Options{Window: time.Minute, Buckets: 6})
-	if err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	var names []string
-	for _, l := range table.Levels() {
-		names = append(names, l.Name)
-	}
-	metrics := api.NewMetrics(reg, names)
-	ctrl, err := controller.New(controller.Options{Table: table, Errors: win, Observer: metrics})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = ctrl.Run(ctx) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           api.NewServer(api.Deps{Controller: ctrl, Outcomes: win, Gatherer: reg, Metrics: metrics}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      90 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+	cfg := config.Default()
+	cfg.DataDir = ""
+	cfg.Signals.CPU.Source, cfg.Signals.Memory.Source = "off", "off"
+	d, err := wiring.New(cfg, wiring.Options{Listener: ln})
+	if err != nil {
+		ln.Close()
+		return err
 	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(ctx) }()
+	defer func() { cancel(); <-runDone }()
 
 	dir, err := os.MkdirTemp("", "degbench-wrk")
 	if err != nil {

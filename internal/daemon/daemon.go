@@ -1,0 +1,219 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/degraded/degraded/api"
+	"github.com/degraded/degraded/config"
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/errwindow"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Loader reads the configuration; reload is true for a reload, where an
+// empty file is an error rather than "the defaults".
+type Loader func(reload bool) (*config.Config, []string, error)
+
+// Options are what New needs beside the config. The zero value serves
+// nothing, cannot reload and logs nowhere.
+type Options struct {
+	// Load re-reads the configuration for Reload (SIGHUP, POST /-/reload);
+	// nil makes POST /-/reload a 404 and Reload an error.
+	Load Loader
+	// Listener, if set, is where Run serves the API: wrapped to enforce
+	// max_connections and, with tls configured, TLS. Its address is the
+	// one protected mode is judged against on a reload.
+	Listener net.Listener
+	// ResetState moves an unusable state file aside (--reset-state).
+	ResetState bool
+	// Log receives the daemon's log in the config's format; nil discards.
+	Log io.Writer
+	// CPU and Memory, when set, replace the samplers the config would
+	// build (test rigs and benchmarks feed known values this way).
+	CPU, Memory controller.Sampler
+	// Store, when set, replaces the state file in data_dir.
+	Store controller.Store
+}
+
+// Daemon is one wired daemon. Build it with New, serve Handler (or give
+// Options.Listener) and call Run; Close releases the data_dir lock. Its
+// methods are safe for concurrent use.
+type Daemon struct {
+	log      *slog.Logger
+	ctrl     *controller.Controller
+	metrics  *api.Metrics
+	registry *prometheus.Registry
+	window   *errwindow.Window
+	handler  http.Handler
+	ln       net.Listener
+	load     Loader
+	override struct{ cpu, memory controller.Sampler }
+	bound    string
+	unlock   func()
+	shutdown chan struct{} // closed when Run ends the streams
+
+	tokens atomic.Pointer[api.Tokens]
+	cfg    atomic.Pointer[config.Config]
+
+	reloadMu sync.Mutex         // one reload at a time (SIGHUP and POST /-/reload)
+	opts     controller.Options // in force; guarded by reloadMu after New
+
+	refused    atomic.Int64 // connections closed at accept (max_connections)
+	refusedLog atomic.Int64 // when that was last logged, Unix nanoseconds
+}
+
+// New builds a daemon from a valid cfg: it takes the data_dir lock,
+// removes crash leftovers, loads the state and builds every part, but
+// starts nothing. Its errors name the cause (the data_dir in use, a state
+// file that cannot be used); the caller logs warnings of the config load.
+func New(cfg *config.Config, o Options) (*Daemon, error) {
+	w := o.Log
+	if w == nil {
+		w = io.Discard
+	}
+	d := &Daemon{log: newLogger(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}}
+	d.override.cpu, d.override.memory = o.CPU, o.Memory
+	d.cfg.Store(cfg)
+	d.bound = cfg.Listen
+	if o.Listener != nil {
+		d.bound = o.Listener.Addr().String()
+	}
+	var err error
+	if d.window, err = errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets}); err != nil {
+		return nil, err
+	}
+	opts, err := d.controllerOptions(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := tokensOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.tokens.Store(tokens)
+	d.registry = prometheus.NewRegistry()
+	d.metrics = api.NewMetrics(d.registry, levelNames(opts))
+	opts.Observer, opts.Logger = d.metrics, d.log
+	if err := d.openState(cfg, o, &opts); err != nil {
+		d.Close()
+		return nil, err
+	}
+	maxConns, err := api.ConnectionLimit(cfg.MaxConnections)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if o.Listener != nil {
+		if d.ln, err = d.wrapListener(cfg, o.Listener, maxConns); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	d.handler = d.newHandler(cfg, maxConns)
+	return d, nil
+}
+
+// openState opens the store (the data_dir's state file unless o.Store is
+// set) and builds the controller from it.
+func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Options) error {
+	var file *controller.FileStore
+	switch {
+	case o.Store != nil:
+		opts.Store = o.Store
+	case cfg.DataDir != "":
+		file = &controller.FileStore{Dir: cfg.DataDir}
+		unlock, err := file.Lock()
+		if err != nil {
+			return err
+		}
+		d.unlock = unlock
+		if err := openStore(file, o.ResetState, d.log); err != nil {
+			return err
+		}
+		opts.Store = observedStore{file, d.metrics}
+	}
+	d.opts = *opts
+	var err error
+	d.ctrl, err = controller.New(*opts)
+	if errors.Is(err, controller.ErrCorruptState) {
+		return fmt.Errorf("%w; start with --reset-state to move it aside and begin at Normal", err)
+	}
+	if err != nil {
+		return err
+	}
+	if file != nil && file.Recovered() != nil {
+		d.log.Error("state.json was damaged; resumed from state.json.prev", "err", file.Recovered())
+		d.metrics.StateRecovered()
+	}
+	return nil
+}
+
+// newHandler builds the HTTP API over the daemon's parts.
+func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
+	var reload func() error
+	if d.load != nil {
+		reload = d.Reload
+	}
+	return api.NewServer(api.Deps{
+		Controller:     d.ctrl,
+		Outcomes:       d.window,
+		Reported:       d.ctrl.Reported,
+		Tokens:         func() api.Tokens { return *d.tokens.Load() },
+		Reload:         reload,
+		Gatherer:       d.registry,
+		Metrics:        d.metrics,
+		Heartbeat:      cfg.SSE.Heartbeat,
+		MaxSubscribers: cfg.SSE.MaxSubscribers,
+		MaxStreams:     api.StreamLimit(maxConns),
+		WriteTimeout:   cfg.SSE.WriteTimeout,
+		Shutdown:       d.shutdown,
+		ListenHost:     listenHost(cfg.Listen),
+		AllowedHosts:   func() []string { return d.cfg.Load().AllowedHosts },
+		Logger:         d.log,
+	})
+}
+
+// Handler returns the daemon's HTTP API.
+func (d *Daemon) Handler() http.Handler { return d.handler }
+
+// Controller returns the daemon's controller, for test rigs and tools.
+func (d *Daemon) Controller() *controller.Controller { return d.ctrl }
+
+// Window returns the daemon's error window, for test rigs and tools.
+func (d *Daemon) Window() *errwindow.Window { return d.window }
+
+// Logger returns the daemon's logger.
+func (d *Daemon) Logger() *slog.Logger { return d.log }
+
+// Addr returns the address the API listens on (Options.Listener's), or
+// nil without a listener.
+func (d *Daemon) Addr() net.Addr {
+	if d.ln == nil {
+		return nil
+	}
+	return d.ln.Addr()
+}
+
+// Close releases the data_dir lock. Call it after Run has returned, or
+// when Run was never called.
+func (d *Daemon) Close() { d.unlock() }
+
+// rejected logs a connection closed at accept because max_connections
+// was reached, at most once every 10s.
+func (d *Daemon) rejected() {
+	n := d.refused.Add(1)
+	now := time.Now().UnixNano()
+	last := d.refusedLog.Load()
+	if now-last < int64(10*time.Second) || !d.refusedLog.CompareAndSwap(last, now) {
+		return
+	}
+	d.log.Warn("connection refused at accept: max_connections reached", "refused_total", n)
+}

@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/degraded/degraded/config"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// loaderOf returns a Loader reading path, as serve's does.
+func loaderOf(path string) Loader {
+	return func(reload bool) (*config.Config, []string, error) {
+		return config.Load(config.LoadOptions{Path: path, Reload: reload})
+	}
+}
+
+func writeConfig(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunServesAndStopsCleanly: a daemon on a listener answers, and a
+// stop saves the state with the clean-shutdown marker.
+func TestRunServesAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "degraded.yaml")
+	writeConfig(t, path, "data_dir: "+filepath.Join(dir, "data")+"\nhealth_check_interval: 10ms\nsignals: {cpu: {source: off}, memory: {source: off}}\nauth: {token: adm}\n")
+	cfg, _, err := loaderOf(path)(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(cfg, Options{Load: loaderOf(path), Listener: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	url := "http://" + d.Addr().String()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within 5s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("PUT", url+"/v1/override", strings.NewReader(`{"level":"Major","ttl":"1h","reason":"x"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer adm")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("PUT /v1/override: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "data", "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Level string `json:"level"`
+		Clean bool   `json:"clean_shutdown"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil || p.Level != "Major" || !p.Clean {
+		t.Fatalf("state after a stop: %+v %v, want Major with the clean-shutdown marker", p, err)
+	}
+}
+
+// TestReloadKeepsUnchangedSamplers: a reload keeps a sampler whose source
+// and cgroup path did not change (it would warm up again otherwise), and
+// builds a new one when they did.
+func TestReloadKeepsUnchangedSamplers(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "degraded.yaml")
+	body := "data_dir: \"\"\nsignals: {cpu: {source: cgroup}, memory: {source: off}, cgroup_path: " + dir + "}\n"
+	writeConfig(t, path, body)
+	cfg, _, err := loaderOf(path)(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(cfg, Options{Load: loaderOf(path)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	before := d.opts.CPU
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if d.opts.CPU != before || d.opts.Memory != nil {
+		t.Fatalf("an unchanged reload replaced the cpu sampler (%p -> %p) or turned memory on", before, d.opts.CPU)
+	}
+	writeConfig(t, path, strings.Replace(body, "cgroup_path: "+dir, "cgroup_path: /elsewhere", 1))
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if d.opts.CPU == before {
+		t.Fatal("a reload with another cgroup_path kept the old sampler")
+	}
+}
+
+func TestReloadNeedsALoader(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = ""
+	d, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Reload(); err == nil {
+		t.Fatal("Reload without a loader succeeded")
+	}
+}

@@ -1,0 +1,165 @@
+package daemon
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/degraded/degraded/api"
+	"github.com/degraded/degraded/config"
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/signals"
+)
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// controllerOptions maps a config onto the controller's options; the
+// store, observer and logger are added by the caller. With the previous
+// config, samplers whose source and cgroup path did not change are kept,
+// so that a reload does not make them warm up again.
+func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (controller.Options, error) {
+	table, err := c.Table()
+	if err != nil {
+		return controller.Options{}, err
+	}
+	cpu, err := d.sampler(c, prev, c.Signals.CPU, prevSource(prev, true), d.opts.CPU, d.override.cpu, signals.CPU)
+	if err != nil {
+		return controller.Options{}, err
+	}
+	mem, err := d.sampler(c, prev, c.Signals.Memory, prevSource(prev, false), d.opts.Memory, d.override.memory, signals.Memory)
+	if err != nil {
+		return controller.Options{}, err
+	}
+	return controller.Options{
+		Table:                table,
+		HealthCheckInterval:  c.HealthCheckInterval,
+		MinimumLevelDuration: c.MinimumLevelDuration,
+		EscalationDelay:      c.EscalationDelay,
+		EscalateAfter:        c.EscalateAfter,
+		MinThroughput:        c.MinThroughput,
+		Hysteresis:           c.Hysteresis,
+		ManualOnly:           !c.EnableAutoAdjustment,
+		MaxOverrideTTL:       c.MaxOverrideTTL,
+		Errors:               d.window,
+		ErrorWindow:          c.ErrorRateWindow,
+		BlindHold:            c.BlindHold,
+		CPU:                  cpu,
+		Memory:               mem,
+	}, nil
+}
+
+func prevSource(prev *config.Config, cpu bool) config.SignalSource {
+	switch {
+	case prev == nil:
+		return config.SignalSource{}
+	case cpu:
+		return prev.Signals.CPU
+	default:
+		return prev.Signals.Memory
+	}
+}
+
+// sampler returns the sampler for one resource: the test override, the
+// one in force when its source and path are unchanged, or a new one. A
+// source that is off gives a nil interface.
+func (d *Daemon) sampler(c, prev *config.Config, src, prevSrc config.SignalSource, current, override controller.Sampler,
+	build func(source, dir string) (signals.Sampler, error)) (controller.Sampler, error) {
+	switch {
+	case override != nil:
+		return override, nil
+	case prev != nil && src == prevSrc && prev.Signals.CgroupPath == c.Signals.CgroupPath:
+		return current, nil
+	}
+	s, err := build(src.Source, c.Signals.CgroupPath)
+	if err != nil || s == nil {
+		return nil, err // a nil signals.Sampler must stay a nil interface: "off"
+	}
+	return s, nil
+}
+
+func tokensOf(c *config.Config) (*api.Tokens, error) {
+	admin, err := c.AdminToken()
+	if err != nil {
+		return nil, err
+	}
+	return &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}, nil
+}
+
+func levelNames(o controller.Options) []string {
+	var names []string
+	for _, l := range o.Table.Levels() {
+		names = append(names, l.Name)
+	}
+	return names
+}
+
+// listenHost is the host part of a listen address, "" for all interfaces.
+func listenHost(listen string) string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	return host
+}
+
+// wrapListener enforces max_connections at accept and adds TLS when
+// configured.
+func (d *Daemon) wrapListener(cfg *config.Config, ln net.Listener, maxConns int) (net.Listener, error) {
+	ln = api.LimitListener(ln, maxConns, d.rejected)
+	if !cfg.TLS.Enabled() {
+		return ln, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load tls key pair: %w", err)
+	}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+}
+
+// openStore removes the temp files a crash left behind, checks that the
+// data dir can be written, so a read-only disk fails at start rather than
+// at the first override, and applies --reset-state. The caller holds the
+// data dir's lock.
+func openStore(s *controller.FileStore, reset bool, log *slog.Logger) error {
+	if err := s.RemoveTemp(); err != nil {
+		return fmt.Errorf("data_dir %s: %w", s.Dir, err)
+	}
+	f, err := os.CreateTemp(s.Dir, ".probe-*")
+	if err != nil {
+		return fmt.Errorf("data_dir %s is not writable: %w", s.Dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if reset {
+		if err := s.Reset(); err != nil {
+			return err
+		}
+		log.Warn("state reset: any previous state file was moved aside with the suffix .corrupt", "path", s.Path())
+	}
+	return nil
+}
+
+// observedStore counts failed saves.
+type observedStore struct {
+	controller.Store
+	metrics *api.Metrics
+}
+
+func (s observedStore) Save(p *controller.Persisted) error {
+	err := s.Store.Save(p)
+	if err != nil {
+		s.metrics.StateSaveFailed()
+	}
+	return err
+}

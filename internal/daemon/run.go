@@ -1,0 +1,71 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/degraded/degraded/config"
+)
+
+// Run runs the health loop and, with Options.Listener, serves the API on
+// it, until ctx ends or serving fails. It then stops accepting, ends the
+// event streams, waits up to 10s for requests in flight, and saves the
+// state one last time. It returns nil after a clean stop, an error naming
+// the cause if serving failed or the final save did (the next start then
+// resumes from the last saved state).
+func (d *Daemon) Run(ctx context.Context) error {
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	ctrlDone := make(chan error, 1)
+	go func() { ctrlDone <- d.ctrl.Run(runCtx) }()
+
+	base, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	var srv *http.Server
+	srvDone := make(chan error, 1)
+	if d.ln != nil {
+		srv = &http.Server{
+			Handler:           d.handler,
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      90 * time.Second, // above the 60s long-poll cap; SSE sets its own deadlines
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			BaseContext:       func(net.Listener) context.Context { return base },
+			ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		}
+		go func() { srvDone <- srv.Serve(d.ln) }()
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-srvDone:
+	}
+	d.log.Info("shutting down")
+	close(d.shutdown) // ends the event streams and long-polls, counted as such
+	endStreams()
+	if srv != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			d.log.Warn("shutdown", "err", err)
+		}
+	}
+	stopRun()
+	if err := <-ctrlDone; !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("state not saved at shutdown; the next start will resume from the last saved state: %w", err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}
+
+// Config returns the configuration in force.
+func (d *Daemon) Config() *config.Config { return d.cfg.Load() }

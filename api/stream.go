@@ -57,22 +57,7 @@ func (s *server) handleStream() http.HandlerFunc {
 func (s *server) stream(w http.ResponseWriter, r *http.Request) (dropped string) {
 	samples := r.URL.Query().Get("samples") == "1"
 	rc := http.NewResponseController(w)
-	// write runs one batch of writes and the flush under a fresh deadline.
-	write := func(batch func() error) string {
-		_ = rc.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
-		err := batch()
-		if err == nil {
-			err = rc.Flush()
-		}
-		switch {
-		case err == nil:
-			return ""
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return dropWriteTimeout
-		default:
-			return dropWriteError
-		}
-	}
+	write := func(batch func() error) string { return s.writeBatch(rc, batch) }
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -134,6 +119,24 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) (dropped string)
 		}); reason != "" {
 			return reason
 		}
+	}
+}
+
+// writeBatch runs one batch of writes and the flush under a fresh write
+// deadline, and says why the stream must end, if it must.
+func (s *server) writeBatch(rc *http.ResponseController, batch func() error) (dropped string) {
+	_ = rc.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
+	err := batch()
+	if err == nil {
+		err = rc.Flush()
+	}
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return dropWriteTimeout
+	default:
+		return dropWriteError
 	}
 }
 

@@ -135,21 +135,22 @@ func value(res model.Value) (float64, error) {
 		if len(r) == 0 {
 			return 0, fmt.Errorf("empty result: %w", ErrAbsent)
 		}
-		best, found, allNaN := math.Inf(-1), false, true
+		best, found, nan := math.Inf(-1), false, 0
 		for _, s := range r {
-			x := float64(s.Value)
-			allNaN = allNaN && math.IsNaN(x)
-			if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			switch x := float64(s.Value); {
+			case math.IsNaN(x):
+				nan++
+			case !math.IsInf(x, 0):
 				best, found = max(best, x), true
 			}
 		}
 		switch {
 		case found:
 			return best, nil
-		case allNaN:
+		case nan == len(r):
 			return 0, fmt.Errorf("all %d samples are NaN: %w", len(r), ErrAbsent)
 		default:
-			return 0, fmt.Errorf("no finite sample among %d", len(r))
+			return 0, fmt.Errorf("no finite sample (%d infinite, %d NaN)", len(r)-nan, nan)
 		}
 	case nil:
 		return 0, errors.New("no result")

@@ -104,7 +104,7 @@ func TestQueryResults(t *testing.T) {
 		{name: "all-NaN vector is absent", status: 200, body: vector("NaN", "NaN"), outcome: "absent", errText: "all 2 samples are NaN"},
 		{name: "NaN scalar is absent", status: 200, body: success("scalar", `[1700000000,"NaN"]`), outcome: "absent", errText: "scalar is NaN"},
 		{name: "infinite scalar fails", status: 200, body: success("scalar", `[1700000000,"+Inf"]`), outcome: "failed", errText: "scalar is +Inf, want a finite number"},
-		{name: "only infinite and NaN samples fail", status: 200, body: vector("NaN", "+Inf"), outcome: "failed", errText: "no finite sample among 2"},
+		{name: "only infinite and NaN samples fail", status: 200, body: vector("NaN", "+Inf"), outcome: "failed", errText: "no finite sample (1 infinite, 1 NaN)"},
 		{name: "matrix fails", status: 200, body: success("matrix", `[{"metric":{},"values":[[1700000000,"1"],[1700000001,"2"]]}]`), outcome: "failed", errText: "got a matrix result, want a scalar or an instant vector"},
 		{name: "string fails", status: 200, body: success("string", `[1700000000,"hello"]`), outcome: "failed", errText: `unexpected value type "string"`},
 		{name: "server error fails", status: 500, body: "boom", outcome: "failed", errText: "server error: 500"},

@@ -109,6 +109,7 @@ func TestQueryResults(t *testing.T) {
 		{name: "string fails", status: 200, body: success("string", `[1700000000,"hello"]`), outcome: "failed", errText: `unexpected value type "string"`},
 		{name: "server error fails", status: 500, body: "boom", outcome: "failed", errText: "server error: 500"},
 		{name: "PromQL error fails", status: 400, body: `{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:5: parse error"}`, outcome: "failed", errText: "bad_data: invalid parameter"},
+		{name: "success without data fails", status: 200, body: `{"status":"success","data":null}`, outcome: "failed", errText: "no result"},
 		{name: "not JSON fails", status: 200, body: "<html>", outcome: "failed", errText: "bad_response"},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,7 +26,7 @@ type Metrics struct {
 	authFailures    *prometheus.CounterVec
 	blind           prometheus.Gauge
 	signalState     *prometheus.GaugeVec
-	signalGauges    map[levels.Signal]prometheus.Gauge // signal_<key>, e.g. signal_cpu_percent
+	signalGauges    map[levels.Signal]prometheus.Gauge // the first signals' own gauges, e.g. signal_cpu_percent
 	signalValue     *prometheus.GaugeVec
 	outcomesTotal   *prometheus.CounterVec
 	successes       prometheus.Counter // outcomesTotal{result="success"}, looked up once
@@ -65,7 +66,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		blind:          g("blind", "1 while the daemon sees no signal at all, so it cannot step down by itself."),
 		signalState:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "signal_state", Help: "1 for each signal's state at the last health check: available, warming, failed, absent or off."}, []string{"signal", "state"}),
 		signalValue:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "signal_value", Help: "Each signal's value at the last health check (NaN without a value)."}, []string{"signal"}),
-		signalGauges:   make(map[levels.Signal]prometheus.Gauge, levels.NumSignals),
+		signalGauges:   make(map[levels.Signal]prometheus.Gauge, len(ownGauges)),
 		outcomesTotal:  prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "outcomes_total", Help: "Outcomes reported by services."}, []string{"result"}),
 		overrideActive: g("override_active", "1 while an operator override is active."),
 		overrideExpiry: g("override_expiry_timestamp_seconds", "When the active override expires, Unix seconds; 0 without one."),
@@ -84,13 +85,15 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
 	m.failures = m.outcomesTotal.WithLabelValues("failure")
-	for _, sig := range levels.AllSignals {
+	for _, sig := range ownGauges {
 		gauge := g("signal_"+sig.Key(), "The "+sig.String()+" signal at the last health check (NaN without a value).")
 		reg.MustRegister(gauge)
 		gauge.Set(math.NaN())
 		m.signalGauges[sig] = gauge
+	}
+	for _, sig := range levels.AllSignals {
 		m.signalValue.WithLabelValues(sig.String()).Set(math.NaN())
-		if sig != levels.ErrorRate {
+		if sig != levels.ErrorRate && sig != levels.Latency {
 			m.sampleErrors.WithLabelValues(sig.String())
 		}
 		for _, st := range levels.SignalStates {
@@ -139,24 +142,39 @@ func (m *Metrics) Published(s *controller.State) {
 		m.overrideActive.Set(0)
 		m.overrideExpiry.Set(0)
 	}
-	for sig, gauge := range m.signalGauges {
-		v, ok := s.Signals.Value(sig)
-		if !ok {
-			v = math.NaN()
+	value := func(sig levels.Signal) float64 {
+		if v, ok := s.Signals.Value(sig); ok {
+			return v
 		}
-		gauge.Set(v)
-		m.signalValue.WithLabelValues(sig.String()).Set(v)
+		return math.NaN()
+	}
+	for sig, gauge := range m.signalGauges {
+		gauge.Set(value(sig))
 	}
 	m.blind.Set(boolValue(s.Blind))
-	if !s.Signals.SampledAt.IsZero() {
-		for _, sig := range levels.AllSignals {
-			state := s.Signals.State(sig)
-			for _, st := range levels.SignalStates {
-				m.signalState.WithLabelValues(sig.String(), st.String()).Set(boolValue(st == state))
-			}
+	if s.Signals.SampledAt.IsZero() {
+		return
+	}
+	// Every built-in signal, and every custom one the sample names.
+	sigs := slices.Clone(levels.AllSignals)
+	for sig := range s.Signals.States {
+		if !sig.Builtin() {
+			sigs = append(sigs, sig)
+		}
+	}
+	for _, sig := range sigs {
+		state := s.Signals.State(sig)
+		m.signalValue.WithLabelValues(sig.String()).Set(value(sig))
+		for _, st := range levels.SignalStates {
+			m.signalState.WithLabelValues(sig.String(), st.String()).Set(boolValue(st == state))
 		}
 	}
 }
+
+// ownGauges are the signals with a gauge of their own beside signal_value
+// (signal_cpu_percent...): the first three, kept for dashboards that use
+// them. Every signal is in signal_value{signal}.
+var ownGauges = []levels.Signal{levels.ErrorRate, levels.CPU, levels.Memory}
 
 func boolValue(b bool) float64 {
 	if b {

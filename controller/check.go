@@ -21,19 +21,16 @@ func (c *Controller) Check(ctx context.Context) {
 	errSince := c.errSince
 	c.mu.Unlock()
 
-	var failed []string
-	sample := levels.Sample{
-		Values:    make(map[levels.Signal]float64, levels.NumSignals),
-		States:    make(map[levels.Signal]levels.SignalState, levels.NumSignals),
-		SampledAt: start.UTC(),
-	}
+	var readings []levels.Reading
 	for sig, sampler := range map[levels.Signal]Sampler{levels.CPU: o.CPU, levels.Memory: o.Memory} {
-		if st := c.sampleOne(ctx, sig, sampler, start, sample); st == levels.Failed {
-			failed = append(failed, sig.String())
-		}
+		readings = append(readings, readSampler(ctx, sig, sampler, start))
 	}
-	slices.Sort(failed)
-	sample = sampleErrors(o, errSince, start, sample)
+	for _, src := range o.Sources {
+		readings = append(readings, src.Read(ctx, start)...)
+	}
+	sample := levels.Sample{SampledAt: start.UTC()}.Clone()
+	failed := c.apply(sample, readings)
+	sample = sampleWindow(o, errSince, start, sample)
 
 	c.mu.Lock()
 	before := c.seq
@@ -50,10 +47,21 @@ func (c *Controller) Check(ctx context.Context) {
 	}
 }
 
-// sampleErrors reads the error window into sample: the rate (with
-// min_throughput observations), its state and the window's counts. It also
-// turns off each signal that no level has a threshold for.
-func sampleErrors(o Options, since, now time.Time, sample levels.Sample) levels.Sample {
+// sampleWindow reads the error window into sample: the error rate and,
+// from a LatencyWindow, the latency quantile (each with min_throughput
+// observations), their states and the window's counts. It also turns off
+// each signal that no level has a threshold for.
+func sampleWindow(o Options, since, now time.Time, sample levels.Sample) levels.Sample {
+	warming := now.Sub(since) < o.ErrorWindow
+	state := func(enough bool) levels.SignalState {
+		switch {
+		case warming:
+			return levels.Warming
+		case enough:
+			return levels.Available
+		}
+		return levels.Absent
+	}
 	if o.Errors != nil {
 		a, f := o.Errors.Totals(now)
 		sample.WindowAttempts, sample.WindowFailures = a, f
@@ -62,17 +70,20 @@ func sampleErrors(o Options, since, now time.Time, sample levels.Sample) levels.
 		if enough {
 			sample.Values[levels.ErrorRate] = float64(f) / float64(a) * 100
 		}
-		switch {
-		case now.Sub(since) < o.ErrorWindow:
-			sample.States[levels.ErrorRate] = levels.Warming
-		case enough:
-			sample.States[levels.ErrorRate] = levels.Available
-		default:
-			sample.States[levels.ErrorRate] = levels.Absent
-		}
+		sample.States[levels.ErrorRate] = state(enough)
 	}
-	for _, sig := range levels.AllSignals {
-		if !o.Table.Uses(sig) {
+	if lw, ok := o.Errors.(LatencyWindow); ok {
+		ms, n := lw.Quantile(now, o.Table.LatencyQuantile())
+		sample.LatencyObservations = n
+		enough := n > 0 && n >= o.MinThroughput
+		delete(sample.Values, levels.Latency)
+		if enough {
+			sample.Values[levels.Latency] = ms
+		}
+		sample.States[levels.Latency] = state(enough)
+	}
+	for _, sig := range o.Table.Signals() {
+		if !o.Table.Uses(sig) && sig.Builtin() {
 			sample.States[sig] = levels.Off
 			delete(sample.Values, sig)
 		}
@@ -80,25 +91,43 @@ func sampleErrors(o Options, since, now time.Time, sample levels.Sample) levels.
 	return sample
 }
 
-// sampleOne samples one resource into sample and returns its state: off
-// for a nil sampler, warming, failed (logged) or available.
-func (c *Controller) sampleOne(ctx context.Context, sig levels.Signal, s Sampler, now time.Time, sample levels.Sample) levels.SignalState {
-	st := levels.Off
-	if s != nil {
-		x, err := s.Sample(ctx, now)
-		switch {
-		case errors.Is(err, levels.ErrWarmingUp):
-			st = levels.Warming
-		case err != nil:
-			c.log.Warn("sample failed", "signal", sig.String(), "err", err)
-			st = levels.Failed
-		default:
-			st = levels.Available
-			sample.Values[sig] = x
+// readSampler reads one single-valued sampler: off for a nil sampler.
+func readSampler(ctx context.Context, sig levels.Signal, s Sampler, now time.Time) levels.Reading {
+	if s == nil {
+		return levels.Reading{Signal: sig, State: levels.Off}
+	}
+	x, err := s.Sample(ctx, now)
+	switch {
+	case errors.Is(err, levels.ErrWarmingUp):
+		return levels.Reading{Signal: sig, State: levels.Warming}
+	case err != nil:
+		return levels.Reading{Signal: sig, State: levels.Failed, Err: err}
+	}
+	return levels.Reading{Signal: sig, State: levels.Available, Value: x, HasValue: true}
+}
+
+// apply writes readings into sample and returns the names of the signals
+// that failed, sorted; each failure is logged.
+func (c *Controller) apply(sample levels.Sample, readings []levels.Reading) (failed []string) {
+	for _, r := range readings {
+		sample.States[r.Signal] = r.State
+		delete(sample.Values, r.Signal)
+		if r.Recovery != nil {
+			if sample.Recovery == nil {
+				sample.Recovery = map[levels.Signal]float64{}
+			}
+			sample.Recovery[r.Signal] = *r.Recovery
+		}
+		if r.HasValue || r.State == levels.Available {
+			sample.Values[r.Signal] = r.Value
+		}
+		if r.State == levels.Failed {
+			c.log.Warn("sample failed", "signal", r.Signal.String(), "err", r.Err)
+			failed = append(failed, r.Signal.String())
 		}
 	}
-	sample.States[sig] = st
-	return st
+	slices.Sort(failed)
+	return failed
 }
 
 // announce notifies observers and subscribers and saves the state after a

@@ -23,6 +23,27 @@ type ErrorRate interface {
 	Totals(now time.Time) (attempts, failures int64)
 }
 
+// LatencyWindow is an ErrorRate that also keeps latencies: Quantile
+// returns the q-quantile of the latencies in the window, in milliseconds,
+// and how many there are. When Options.Errors implements it, the latency
+// signal is sampled from it.
+type LatencyWindow interface {
+	Quantile(now time.Time, q float64) (ms float64, observations int64)
+}
+
+// Source reads signals at a health check: one reading per signal it
+// feeds (PSI feeds three; pushed and queried custom signals one each).
+type Source interface {
+	Read(ctx context.Context, now time.Time) []levels.Reading
+}
+
+// Instant is a Source whose Read is cheap and changes between health
+// checks (pushed values): an event-driven evaluation reads it again.
+type Instant interface {
+	Source
+	Instant()
+}
+
 // Observer is told what the controller does, for metrics. Its methods are
 // called outside the controller's lock and must not block.
 type Observer interface {
@@ -70,8 +91,11 @@ type Options struct {
 	// sampler that is the same value across a Reconfigure keeps its blind
 	// clock; a new one starts warming.
 	CPU, Memory Sampler
-	// Errors is the error window; nil means the error rate is off.
+	// Errors is the error window; nil means the error rate is off. If it
+	// is a LatencyWindow, it feeds the latency signal too.
 	Errors ErrorRate
+	// Sources feed the other signals (pressure, pushed, queried).
+	Sources []Source
 	// ErrorWindow is the span of Errors: the error rate is warming until
 	// Errors has been in use that long (0: never warming).
 	ErrorWindow time.Duration
@@ -167,8 +191,9 @@ func New(o Options) (*Controller, error) {
 	now := time.Now()
 	c.since, c.errSince = now, now
 	c.auto.Since = now
-	for i := range c.auto.Seen {
-		c.auto.Seen[i] = now
+	c.auto.Seen = map[levels.Signal]time.Time{}
+	for _, sig := range o.Table.Signals() {
+		c.auto.Seen[sig] = now // every blind clock starts at the start
 	}
 	c.reason = "started"
 	if c.store != nil {

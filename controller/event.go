@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"context"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // eventSpacing is the least time between two event-driven evaluations: a
@@ -9,13 +12,14 @@ import (
 const eventSpacing = time.Millisecond
 
 // Reported tells the controller that an outcome report reached the error
-// window. If that makes the error rate exceed a more severe level's
-// threshold, the automatic level escalates at once instead of at the next
+// window, or that a pushed value arrived. If that makes a signal exceed a
+// more severe level's threshold, the automatic level escalates at once instead of at the next
 // tick: an error burst is shed within milliseconds. See DESIGN.md
 // "Transitions": an event evaluates the automatic level only, upward only,
 // only when escalate_after is 1 and the level has been held
 // escalation_delay; it is not a tick for streaks or recovery. It refreshes
-// the error rate in the published signals and wakes sample followers.
+// the window's signals and the pushed ones in the published signals and
+// wakes sample followers.
 //
 // The evaluation runs in the caller (it may wait for a health check in
 // progress); reports that arrive while one is due, or within a millisecond
@@ -58,11 +62,22 @@ func (c *Controller) evaluateEvent() {
 	c.lastEvent.Store(now.UnixNano())
 
 	c.mu.Lock()
-	if !c.ready || c.opts.Errors == nil {
-		c.mu.Unlock()
+	o, ready := c.opts, c.ready
+	c.mu.Unlock()
+	if !ready {
 		return
 	}
-	sample := sampleErrors(c.opts, c.errSince, now, c.signals.Clone())
+	var readings []levels.Reading
+	for _, src := range o.Sources {
+		if in, ok := src.(Instant); ok {
+			readings = append(readings, in.Read(context.Background(), now)...)
+		}
+	}
+
+	c.mu.Lock()
+	sample := c.signals.Clone()
+	c.apply(sample, readings)
+	sample = sampleWindow(c.opts, c.errSince, now, sample)
 	sample.SampledAt = now.UTC()
 	c.signals = sample
 	before := c.seq

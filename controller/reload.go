@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/degraded/degraded/levels"
@@ -39,11 +40,21 @@ func (c *Controller) Reconfigure(o Options) error {
 	}
 	now := time.Now()
 	c.opts = o
+	seen := maps.Clone(c.auto.Seen)
+	if seen == nil {
+		seen = map[levels.Signal]time.Time{}
+	}
 	for sig, pair := range map[levels.Signal][2]Sampler{levels.CPU: {old.CPU, o.CPU}, levels.Memory: {old.Memory, o.Memory}} {
 		if pair[0] != pair[1] {
-			c.auto.Seen[sig] = now
+			seen[sig] = now
 		}
 	}
+	for _, sig := range t.Signals() {
+		if !old.Table.Custom(sig) && !sig.Builtin() {
+			seen[sig] = now // a new custom signal starts blind now
+		}
+	}
+	c.auto.Seen = seen
 	if old.Errors != o.Errors || old.ErrorWindow != o.ErrorWindow {
 		c.errSince = now
 	}

@@ -2,6 +2,7 @@ package levels
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 )
@@ -16,14 +17,18 @@ import (
 func (t *Table) Recommend(s Sample, scale float64) (index int, why Trigger, ok bool) {
 	for i := len(t.levels) - 1; i >= 1; i-- {
 		l := t.levels[i]
-		for _, sig := range AllSignals {
+		for _, sig := range t.signals {
 			th, has := l.Threshold(sig)
 			v, hasValue := s.Value(sig)
 			if !has || !hasValue {
 				continue
 			}
 			if limit := th * scale; v > limit {
-				return i, Trigger{Signal: sig, Value: v, Threshold: limit, Level: l.Name}, true
+				why := Trigger{Signal: sig, Value: v, Threshold: limit, Level: l.Name}
+				if sig == Latency {
+					why.Label = "latency " + QuantileLabel(t.quantile)
+				}
+				return i, why, true
 			}
 		}
 	}
@@ -65,7 +70,9 @@ type Auto struct {
 	Recommended int
 	// Seen is, per signal, the last time it was available, or when it was
 	// (re)created: the blind clock of DESIGN.md "Unknown is not healthy".
-	Seen [NumSignals]time.Time
+	// A signal missing from it has been blind since Since. Next never
+	// modifies the map it is given: it returns a new one when it changes.
+	Seen map[Signal]time.Time
 
 	streak    int // consecutive ticks asking for more than Level
 	streakMin int // the lowest level those ticks asked for
@@ -100,11 +107,7 @@ func (m Move) Moved() bool { return m.From != m.To }
 //
 // With ManualOnly the recommendation is computed but the level never moves.
 func Next(a Auto, t *Table, s Sample, now time.Time, r Rules) (Auto, Move) {
-	for sig, st := range s.States {
-		if st == Available && sig.valid() {
-			a.Seen[sig] = now
-		}
-	}
+	a.Seen = seen(a.Seen, s, now)
 	rec, why, _ := t.Recommend(s, 1)
 	a.Recommended = rec
 	m := Move{From: a.Level, To: a.Level}
@@ -125,7 +128,7 @@ func Next(a Auto, t *Table, s Sample, now time.Time, r Rules) (Auto, Move) {
 		return a, m
 	}
 	a.streak = 0
-	down, _, _ := t.Recommend(s, 1-r.Hysteresis)
+	down, _, _ := t.Recommend(s.forRecovery(), 1-r.Hysteresis)
 	if down >= a.Level || now.Sub(a.Since) < r.MinimumLevelDuration {
 		return a, m
 	}
@@ -139,15 +142,39 @@ func Next(a Auto, t *Table, s Sample, now time.Time, r Rules) (Auto, Move) {
 	return a, m
 }
 
+// seen returns the blind clocks after a sample at now: every available
+// signal was seen now. It returns a new map when it changes anything.
+func seen(old map[Signal]time.Time, s Sample, now time.Time) map[Signal]time.Time {
+	var out map[Signal]time.Time
+	for sig, st := range s.States {
+		if st != Available {
+			continue
+		}
+		if out == nil {
+			out = make(map[Signal]time.Time, len(old)+len(s.States))
+			maps.Copy(out, old)
+		}
+		out[sig] = now
+	}
+	if out == nil {
+		return old
+	}
+	return out
+}
+
 // holders decides whether blind signals hold the automatic level; see Next.
 func holders(a Auto, t *Table, s Sample, now time.Time, r Rules) (held bool, ignored []BlindSignal) {
 	l := a.Level
-	for _, sig := range AllSignals {
+	for _, sig := range t.signals {
 		st := s.State(sig)
 		if !st.Blind() || !t.ThresholdFrom(sig, l) {
 			continue
 		}
-		blindFor := now.Sub(a.Seen[sig])
+		since, ok := a.Seen[sig]
+		if !ok {
+			since = a.Since
+		}
+		blindFor := now.Sub(since)
 		if r.BlindHold > 0 && blindFor < r.BlindHold {
 			return true, nil
 		}
@@ -162,7 +189,7 @@ func holders(a Auto, t *Table, s Sample, now time.Time, r Rules) (held bool, ign
 // anotherSees reports whether a signal other than sig, with a threshold at
 // level l or above, is available.
 func anotherSees(t *Table, s Sample, sig Signal, l int) bool {
-	for _, o := range AllSignals {
+	for _, o := range t.signals {
 		if o != sig && s.State(o) == Available && t.ThresholdFrom(o, l) {
 			return true
 		}

@@ -125,16 +125,21 @@ func TestNextIsPure(t *testing.T) {
 func TestSampleJSON(t *testing.T) {
 	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	s := Sample{
-		Values:         map[Signal]float64{CPU: 12.5, ErrorRate: 6.1},
-		States:         map[Signal]SignalState{CPU: Available, ErrorRate: Warming, Memory: Failed},
-		WindowAttempts: 1200, WindowFailures: 73, SampledAt: at,
+		Values:   map[Signal]float64{CPU: 12.5, ErrorRate: 6.1, CPUPressure: 45, "queue_depth": 1234},
+		Recovery: map[Signal]float64{CPUPressure: 20},
+		States: map[Signal]SignalState{CPU: Available, ErrorRate: Warming, Memory: Failed, Latency: Absent,
+			CPUPressure: Available, MemoryPressure: Off, IOPressure: Off, "queue_depth": Available, "gone": Failed},
+		WindowAttempts: 1200, WindowFailures: 73, LatencyObservations: 3, SampledAt: at,
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"cpu_percent":12.5,"error_rate_percent":6.1,"memory_percent":null,"sampled_at":"2026-12-01T08:00:00Z",` +
-		`"status":{"cpu":"available","error_rate":"warming","memory":"failed"},"window_attempts":1200,"window_failures":73}`
+	want := `{"cpu_percent":12.5,"cpu_pressure_avg60_percent":20,"cpu_pressure_percent":45,"custom":{"gone":null,"queue_depth":1234},` +
+		`"error_rate_percent":6.1,"io_pressure_avg60_percent":null,"io_pressure_percent":null,"latency_ms":null,"latency_observations":3,` +
+		`"memory_percent":null,"memory_pressure_avg60_percent":null,"memory_pressure_percent":null,"sampled_at":"2026-12-01T08:00:00Z",` +
+		`"status":{"cpu":"available","cpu_pressure":"available","error_rate":"warming","gone":"failed","io_pressure":"off","latency":"absent",` +
+		`"memory":"failed","memory_pressure":"off","queue_depth":"available"},"window_attempts":1200,"window_failures":73}`
 	if string(b) != want {
 		t.Errorf("JSON\n got %s\nwant %s", b, want)
 	}
@@ -147,5 +152,67 @@ func TestSampleJSON(t *testing.T) {
 	}
 	if b, _ := json.Marshal(Sample{}); !strings.Contains(string(b), `"sampled_at":null`) || !strings.Contains(string(b), `"status":null`) {
 		t.Errorf("before the first health check: %s, want sampled_at and status null", b)
+	}
+}
+
+func TestReasonsOfEverySignal(t *testing.T) {
+	tab, err := NewTableWith([]Level{{Name: "Major", PriorityThreshold: 50, Thresholds: Thresholds{
+		Latency: 500, CPUPressure: 40, "queue_depth": 1000,
+	}}}, TableOptions{Custom: []Signal{"queue_depth"}, LatencyQuantile: 0.999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		values map[Signal]float64
+		want   string
+	}{
+		{map[Signal]float64{Latency: 812.4}, "latency p99.9 812ms > 500ms (Major)"},
+		{map[Signal]float64{CPUPressure: 45}, "cpu_pressure 45.00% > 40% (Major)"},
+		{map[Signal]float64{"queue_depth": 1234}, "queue_depth 1234 > 1000 (Major)"},
+	} {
+		_, why, ok := tab.Recommend(Sample{Values: tt.values}, 1)
+		if !ok || why.String() != tt.want {
+			t.Errorf("%v: reason %q, want %q", tt.values, why.String(), tt.want)
+		}
+	}
+	if got := QuantileLabel(0.99); got != "p99" {
+		t.Errorf("QuantileLabel(0.99) = %q", got)
+	}
+}
+
+func TestCustomSignalsInTheTable(t *testing.T) {
+	if _, err := NewTableWith([]Level{{Name: "A", Thresholds: Thresholds{"queue_depth": 1}}}, TableOptions{}); err == nil {
+		t.Error("a threshold for an unconfigured custom signal was accepted")
+	}
+	for _, bad := range []Signal{"cpu", "Queue", "9x", ""} {
+		if _, err := NewTableWith([]Level{{Name: "A"}}, TableOptions{Custom: []Signal{bad}}); err == nil {
+			t.Errorf("custom signal %q accepted", bad)
+		}
+	}
+	tab, err := NewTableWith([]Level{{Name: "A"}}, TableOptions{Custom: []Signal{"queue_depth"}})
+	if err != nil || !tab.Custom("queue_depth") || tab.Custom(CPU) || tab.Signals()[len(tab.Signals())-1] != "queue_depth" {
+		t.Fatalf("table %v, %v: want queue_depth last among its signals", tab, err)
+	}
+}
+
+// TestPressureRecoveryNeedsAvg60: a ten-second lull (avg10 low) during a
+// long stall (avg60 high) is not a recovery.
+func TestPressureRecoveryNeedsAvg60(t *testing.T) {
+	tab, err := NewTable([]Level{{Name: "Major", PriorityThreshold: 50, Thresholds: Thresholds{CPUPressure: 40}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(0, 0)
+	a, _ := Next(Auto{Since: t0}, tab, Sample{Values: map[Signal]float64{CPUPressure: 45}, States: map[Signal]SignalState{CPUPressure: Available}}, t0, Rules{Hysteresis: 0.1})
+	if a.Level != 1 {
+		t.Fatalf("avg10 45 > 40: level %d, want Major", a.Level)
+	}
+	lull := Sample{Values: map[Signal]float64{CPUPressure: 5}, Recovery: map[Signal]float64{CPUPressure: 38}, States: map[Signal]SignalState{CPUPressure: Available}}
+	if b, _ := Next(a, tab, lull, t0.Add(time.Minute), Rules{Hysteresis: 0.1}); b.Level != 1 {
+		t.Fatalf("avg10 5 but avg60 38 > 36: level %d, want Major held", b.Level)
+	}
+	lull.Recovery[CPUPressure] = 30
+	if b, _ := Next(a, tab, lull, t0.Add(time.Minute), Rules{Hysteresis: 0.1}); b.Level != 0 {
+		t.Fatalf("avg10 5 and avg60 30: level %d, want Normal", b.Level)
 	}
 }

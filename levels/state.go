@@ -1,6 +1,7 @@
 package levels
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -110,3 +111,24 @@ func FormatDuration(d time.Duration) string {
 	}
 	return b.String()
 }
+
+// Reading is what a source of signals says about one signal at a health
+// check: its state and, when it has one, its value. Sources that measure
+// several signals at once (PSI) return one Reading per signal.
+type Reading struct {
+	Signal Signal
+	State  SignalState
+	// Value is the signal's value; it counts only when HasValue is set
+	// (Available readings always have one).
+	Value    float64
+	HasValue bool
+	// Recovery, when set, is the second value recovery also needs below
+	// the threshold (PSI's avg60).
+	Recovery *float64
+	// Err says why a Failed reading failed; the controller logs it.
+	Err error
+}
+
+// ErrAbsent is returned by a sampler whose source answered with no data:
+// the signal is absent (an empty query result), which is not a failure.
+var ErrAbsent = errors.New("no data")

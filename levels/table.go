@@ -1,10 +1,12 @@
 package levels
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -50,6 +52,20 @@ func (l Level) Threshold(sig Signal) (float64, bool) {
 type Table struct {
 	levels   []Level
 	disabled [][]string // disabled[i]: union of Disable over levels 1..i
+	signals  []Signal   // the built-in signals, then the custom ones
+	quantile float64    // the latency quantile, for reasons
+}
+
+// TableOptions is what a table knows beside its levels. The zero value
+// has no custom signals and labels latency as p99.
+type TableOptions struct {
+	// Custom names the custom signals (pushed or queried), in order. Each
+	// must pass CustomNameProblem, and only they (besides the built-ins)
+	// may have thresholds.
+	Custom []Signal
+	// LatencyQuantile is the quantile the latency signal measures, for
+	// reasons ("latency p99 ..."); 0 means 0.99.
+	LatencyQuantile float64
 }
 
 // NewTable returns the table of Normal followed by configured, in order.
@@ -57,12 +73,32 @@ type Table struct {
 // unique non-empty names other than Normal); the config package reports
 // every other problem with key paths before this is called.
 func NewTable(configured []Level) (*Table, error) {
+	return NewTableWith(configured, TableOptions{})
+}
+
+// NewTableWith is NewTable with custom signals and the latency quantile.
+func NewTableWith(configured []Level, o TableOptions) (*Table, error) {
 	if len(configured) == 0 || len(configured) > MaxLevels {
 		return nil, fmt.Errorf("levels: need 1..%d levels, got %d", MaxLevels, len(configured))
 	}
 	t := &Table{
 		levels:   make([]Level, 0, len(configured)+1),
 		disabled: make([][]string, 0, len(configured)+1),
+	}
+	t.signals = append(append([]Signal(nil), AllSignals...), o.Custom...)
+	t.quantile = o.LatencyQuantile
+	if t.quantile == 0 {
+		t.quantile = 0.99
+	}
+	known := map[Signal]bool{}
+	for _, s := range AllSignals {
+		known[s] = true
+	}
+	for _, s := range o.Custom {
+		if p := CustomNameProblem(string(s)); p != "" || known[s] {
+			return nil, fmt.Errorf("custom signal %q: %s", s, cmp.Or(p, "is repeated"))
+		}
+		known[s] = true
 	}
 	t.levels = append(t.levels, Level{Name: NormalName})
 	t.disabled = append(t.disabled, []string{})
@@ -83,11 +119,28 @@ func NewTable(configured []Level) (*Table, error) {
 		}
 		l.Disable = append([]string(nil), l.Disable...)
 		l.Thresholds = maps.Clone(l.Thresholds)
+		for sig := range l.Thresholds {
+			if !known[sig] {
+				return nil, fmt.Errorf("levels[%d]: a threshold for %q, which is not a configured signal", i, sig)
+			}
+		}
 		t.levels = append(t.levels, l)
 		t.disabled = append(t.disabled, append([]string{}, union...))
 	}
 	return t, nil
 }
+
+// Signals returns the table's signals: the built-in ones, then the custom
+// ones in config order. The slice is shared and must not be modified.
+func (t *Table) Signals() []Signal { return t.signals }
+
+// Custom reports whether sig is one of the table's custom signals.
+func (t *Table) Custom(sig Signal) bool {
+	return !sig.Builtin() && slices.Contains(t.signals, sig)
+}
+
+// LatencyQuantile returns the quantile the latency signal measures.
+func (t *Table) LatencyQuantile() float64 { return t.quantile }
 
 // Len returns the number of levels, Normal included.
 func (t *Table) Len() int { return len(t.levels) }

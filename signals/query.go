@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -28,7 +29,7 @@ const DefaultQueryTimeout = 5 * time.Second
 // Sample's result maps to a signal state as follows: a nil error is
 // levels.Available, ErrAbsent is levels.Absent, and any other error is
 // levels.Failed.
-var ErrAbsent = errors.New("no data")
+var ErrAbsent = levels.ErrAbsent
 
 // QueryOptions configures a [Query]. URL and Query are required; the other
 // fields' zero values are documented defaults.

@@ -28,16 +28,23 @@ func handleReadyz(c *controller.Controller) http.HandlerFunc {
 }
 
 // levelRow is one level of GET /v1/levels: its name, index, priority
-// threshold, every signal's threshold under the signal's Key (null where
-// the signal never triggers it) and its disable list.
-func levelRow(i int, l levels.Level) map[string]any {
+// threshold, every built-in signal's threshold under the signal's Key
+// (null where the signal never triggers it), the custom signals'
+// thresholds under "custom" (null likewise) and its disable list.
+func levelRow(t *levels.Table, i int, l levels.Level) map[string]any {
+	custom := map[string]any{}
 	row := map[string]any{
 		"name": l.Name, "index": i, "priority_threshold": l.PriorityThreshold,
-		"disable": append([]string{}, l.Disable...),
+		"disable": append([]string{}, l.Disable...), "custom": custom,
 	}
-	for _, sig := range levels.AllSignals {
-		row[sig.Key()] = nil
-		if v, ok := l.Threshold(sig); ok {
+	for _, sig := range t.Signals() {
+		var v any
+		if th, ok := l.Threshold(sig); ok {
+			v = th
+		}
+		if t.Custom(sig) {
+			custom[sig.Key()] = v
+		} else {
 			row[sig.Key()] = v
 		}
 	}
@@ -46,10 +53,11 @@ func levelRow(i int, l levels.Level) map[string]any {
 
 func handleLevels(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
-		ls := c.Table().Levels()
+		t := c.Table()
+		ls := t.Levels()
 		rows := make([]map[string]any, len(ls))
 		for i, l := range ls {
-			rows[i] = levelRow(i, l)
+			rows[i] = levelRow(t, i, l)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"levels": rows})
 	}

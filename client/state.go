@@ -62,18 +62,32 @@ type Override struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Signals are the measurements of the last health check. A nil percentage
-// is an unavailable signal; SampledAt is nil before the first check.
+// Signals are the measurements of the last health check. A nil value is
+// a signal without one (Status says why); SampledAt is nil before the
+// first check.
 type Signals struct {
-	CPUPercent       *float64   `json:"cpu_percent"`
-	MemoryPercent    *float64   `json:"memory_percent"`
-	ErrorRatePercent *float64   `json:"error_rate_percent"`
-	WindowAttempts   int64      `json:"window_attempts"`
-	WindowFailures   int64      `json:"window_failures"`
-	SampledAt        *time.Time `json:"sampled_at"`
-	// Status is each signal's state by name ("cpu", "memory",
-	// "error_rate"): "available", "warming", "failed", "absent" or "off".
-	// Nil before the first health check.
+	CPUPercent       *float64 `json:"cpu_percent"`
+	MemoryPercent    *float64 `json:"memory_percent"`
+	ErrorRatePercent *float64 `json:"error_rate_percent"`
+	// LatencyMS is the daemon's latency quantile over the window.
+	LatencyMS *float64 `json:"latency_ms"`
+	// CPUPressurePercent and the others are PSI "some avg10"; the Avg60
+	// fields are "some avg60", which recovery also needs below a threshold.
+	CPUPressurePercent         *float64 `json:"cpu_pressure_percent"`
+	MemoryPressurePercent      *float64 `json:"memory_pressure_percent"`
+	IOPressurePercent          *float64 `json:"io_pressure_percent"`
+	CPUPressureAvg60Percent    *float64 `json:"cpu_pressure_avg60_percent"`
+	MemoryPressureAvg60Percent *float64 `json:"memory_pressure_avg60_percent"`
+	IOPressureAvg60Percent     *float64 `json:"io_pressure_avg60_percent"`
+	// Custom holds each custom signal's value (nil without one).
+	Custom              map[string]*float64 `json:"custom"`
+	WindowAttempts      int64               `json:"window_attempts"`
+	WindowFailures      int64               `json:"window_failures"`
+	LatencyObservations int64               `json:"latency_observations"`
+	SampledAt           *time.Time          `json:"sampled_at"`
+	// Status is each signal's state by name ("cpu", "latency", a custom
+	// name...): "available", "warming", "failed", "absent" or "off". Nil
+	// before the first health check.
 	Status map[string]string `json:"status"`
 }
 
@@ -86,7 +100,14 @@ type Level struct {
 	ErrorRatePercent  *float64 `json:"error_rate_percent"`
 	CPUPercent        *float64 `json:"cpu_percent"`
 	MemoryPercent     *float64 `json:"memory_percent"`
-	Disable           []string `json:"disable"`
+	LatencyMS         *float64 `json:"latency_ms"`
+	// CPUPressurePercent and the others are PSI "some avg10" thresholds.
+	CPUPressurePercent    *float64 `json:"cpu_pressure_percent"`
+	MemoryPressurePercent *float64 `json:"memory_pressure_percent"`
+	IOPressurePercent     *float64 `json:"io_pressure_percent"`
+	// Custom holds the level's threshold for each custom signal.
+	Custom  map[string]*float64 `json:"custom"`
+	Disable []string            `json:"disable"`
 }
 
 // clone returns a deep copy, so callers can never alter a shared snapshot.
@@ -102,9 +123,18 @@ func (s State) clone() State {
 		o := *s.Override
 		s.Override = &o
 	}
-	s.Signals.CPUPercent = clonePtr(s.Signals.CPUPercent)
-	s.Signals.MemoryPercent = clonePtr(s.Signals.MemoryPercent)
-	s.Signals.ErrorRatePercent = clonePtr(s.Signals.ErrorRatePercent)
+	for _, p := range []**float64{&s.Signals.CPUPercent, &s.Signals.MemoryPercent, &s.Signals.ErrorRatePercent, &s.Signals.LatencyMS,
+		&s.Signals.CPUPressurePercent, &s.Signals.MemoryPressurePercent, &s.Signals.IOPressurePercent,
+		&s.Signals.CPUPressureAvg60Percent, &s.Signals.MemoryPressureAvg60Percent, &s.Signals.IOPressureAvg60Percent} {
+		*p = clonePtr(*p)
+	}
+	if s.Signals.Custom != nil {
+		custom := make(map[string]*float64, len(s.Signals.Custom))
+		for k, v := range s.Signals.Custom {
+			custom[k] = clonePtr(v)
+		}
+		s.Signals.Custom = custom
+	}
 	s.Signals.SampledAt = clonePtr(s.Signals.SampledAt)
 	s.Signals.Status = maps.Clone(s.Signals.Status)
 	return s

@@ -37,11 +37,15 @@ func fullState() controller.State {
 			ExpiresAt: at.Add(time.Hour),
 		},
 		Signals: levels.Sample{
-			Values:         map[levels.Signal]float64{levels.CPU: 91.2, levels.Memory: 40.5, levels.ErrorRate: 12},
-			States:         map[levels.Signal]levels.SignalState{levels.CPU: levels.Available, levels.Memory: levels.Available, levels.ErrorRate: levels.Warming},
-			WindowAttempts: 1000,
-			WindowFailures: 120,
-			SampledAt:      sampled,
+			Values: map[levels.Signal]float64{levels.CPU: 91.2, levels.Memory: 40.5, levels.ErrorRate: 12, levels.Latency: 812,
+				levels.CPUPressure: 45, levels.MemoryPressure: 3, levels.IOPressure: 7, "queue_depth": 1234},
+			Recovery: map[levels.Signal]float64{levels.CPUPressure: 30, levels.MemoryPressure: 2, levels.IOPressure: 6},
+			States: map[levels.Signal]levels.SignalState{levels.CPU: levels.Available, levels.Memory: levels.Available,
+				levels.ErrorRate: levels.Warming, levels.Latency: levels.Available, "queue_depth": levels.Available},
+			WindowAttempts:      1000,
+			WindowFailures:      120,
+			LatencyObservations: 990,
+			SampledAt:           sampled,
 		},
 		Blind: true, // not published (json:"-"), set so that no field is left zero
 	}

@@ -33,19 +33,21 @@ var authRoutes = []string{routeOutcomes, routeSignals, routeOverride, routeFleet
 const refusalLogEvery = 10 * time.Second
 
 // requireToken checks the bearer token of the given kind in constant time;
-// an empty configured token leaves the endpoint open. A refused request
+// an empty configured token leaves the endpoint open. Report routes also
+// accept the admin token. A refused request
 // is counted for route and logged at WARN, at most once per 10s per route.
 func (s *server) requireToken(kind tokenKind, route string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tokens := s.Tokens()
-			want := tokens.Admin
+			want, also := tokens.Admin, ""
 			if kind == reportToken {
-				want = tokens.Report
+				// Report routes take the report token or the admin token.
+				want, also = tokens.Report, tokens.Admin
 			}
 			if want != "" {
 				got, ok := bearer(r)
-				if !ok || !tokenEqual(got, want) {
+				if !ok || !(tokenEqual(got, want) || also != "" && tokenEqual(got, also)) {
 					s.refused(route, r, ok)
 					w.Header().Set("WWW-Authenticate", `Bearer realm="degraded"`)
 					writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")

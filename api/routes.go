@@ -32,6 +32,9 @@ func (s *server) routes() http.Handler {
 	r.Get("/v1/history", handleHistory(s.Controller))
 	r.Get("/v1/samples", handleSamples(s.Controller))
 	r.With(s.requireToken(reportToken, routeOutcomes)).Post("/v1/outcomes", handleOutcomes(s.Outcomes, s.Metrics, s.Reported))
+	if s.Pusher != nil {
+		r.With(s.requireToken(reportToken, routeSignals)).Put("/v1/signals/{name}", handlePutSignal(s.Pusher, s.Reported))
+	}
 
 	r.Get("/v1/override", handleGetOverride(s.Controller))
 	r.With(s.requireToken(adminToken, routeOverride)).Put("/v1/override", handleSetOverride(s.Controller))

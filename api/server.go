@@ -78,6 +78,8 @@ type Deps struct {
 	// the window, so that a burst escalates at once
 	// (controller.Controller.Reported); nil waits for the next tick.
 	Reported func()
+	// Pusher takes PUT /v1/signals/{name}; nil makes it a 404.
+	Pusher Pusher
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

@@ -132,3 +132,11 @@ type Reading struct {
 // ErrAbsent is returned by a sampler whose source answered with no data:
 // the signal is absent (an empty query result), which is not a failure.
 var ErrAbsent = errors.New("no data")
+
+// ErrUnknownSignal is the error of a value pushed for a name that is not a
+// configured custom signal.
+var ErrUnknownSignal = errors.New("no such custom signal")
+
+// ErrQueried is the error of a value pushed for a custom signal that a
+// Prometheus query feeds: it cannot be pushed.
+var ErrQueried = errors.New("the signal is fed by a Prometheus query, not pushed")

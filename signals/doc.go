@@ -1,18 +1,23 @@
-// Package signals samples the CPU and memory load that degraded turns into a
-// degradation level.
+// Package signals measures what degraded turns into a degradation level,
+// and hands it to the controller as levels.Reading values or single
+// numbers.
 //
-// It offers two sources for each signal: the whole host, read through
-// gopsutil ([HostCPU], [HostMemory]), and one cgroup v2 directory such as a
-// container's /sys/fs/cgroup ([CgroupCPU], [CgroupMemory]). Every sampler
-// returns a percentage in [0, 100] from Sample(ctx, now). CPU samplers compute
-// the load between two consecutive calls, so their first call returns
-// [ErrWarmingUp] instead of a value; callers treat that as "unavailable", not
-// as a failure. A file that is missing or cannot be parsed is an error that
-// names the file, never a silent 0. [CPU] and [Memory] build a sampler from the
-// configured source name.
+//   - CPU and memory: the whole host, read through gopsutil ([HostCPU],
+//     [HostMemory]), or one cgroup v2 directory such as a container's
+//     /sys/fs/cgroup ([CgroupCPU], [CgroupMemory]). They return a
+//     percentage; CPU samplers compute the load between two calls, so their
+//     first call returns [ErrWarmingUp]: warming, not a failure. [CPU] and
+//     [Memory] build one from the configured source name.
+//   - Pressure stall information: [Pressure] reads /proc/pressure or a
+//     cgroup's *.pressure files with one in-tree, fuzzed parser, as three
+//     signals (some avg10, with avg60 for recovery). [CheckPressure] names
+//     a missing file, for serve to refuse a kernel without PSI.
+//   - Custom signals: [Pushed] holds values services push, stale after
+//     their ttl; [Queries] evaluates PromQL queries ([Query]) on their
+//     intervals with client_golang's API client.
 //
-// The package is not a monitoring agent: it does not run a loop, keep history,
-// smooth or average values, export metrics, or decide anything from the
-// values. The controller owns the loop and the decisions. cgroup v1
-// hierarchies and pressure-stall (PSI) files are not supported.
+// A file that is missing or cannot be parsed is an error that names the
+// file, never a silent 0. The package does not decide anything from the
+// values, smooth them or export metrics: the controller owns the loop and
+// the decisions. cgroup v1 hierarchies are not supported.
 package signals

@@ -2,7 +2,6 @@ package signals
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -14,11 +13,11 @@ import (
 
 // ErrUnknownSignal is returned by [Pushed.Set] for a name that is not a
 // configured custom signal (PUT /v1/signals/{name} answers 404).
-var ErrUnknownSignal = errors.New("no such custom signal")
+var ErrUnknownSignal = levels.ErrUnknownSignal
 
 // ErrQueried is returned by [Pushed.Set] for a custom signal that a
 // Prometheus query feeds: it cannot be pushed (409).
-var ErrQueried = errors.New("the signal is fed by a Prometheus query, not pushed")
+var ErrQueried = levels.ErrQueried
 
 // PushedSignal configures one pushed custom signal: a value older than TTL
 // is stale, which reads as failed.

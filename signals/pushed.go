@@ -107,3 +107,7 @@ func (p *Pushed) Read(_ context.Context, now time.Time) []levels.Reading {
 	}
 	return out
 }
+
+// Instant marks Pushed as a source whose values change between health
+// checks: a pushed value is evaluated at once (controller.Instant).
+func (p *Pushed) Instant() {}

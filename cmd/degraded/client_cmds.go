@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +37,9 @@ type remote struct {
 	addr, token  string
 	json         bool
 	flagsCommand *cobra.Command
+	// tokenVars are the variables read, in order, when --token is not
+	// given (default DEGRADED_TOKEN).
+	tokenVars []string
 }
 
 func newRemote(cmd *cobra.Command, environ []string) *remote {
@@ -54,8 +59,17 @@ func (r *remote) client(opts ...client.Option) (*client.Client, error) {
 	if v, ok := lookupEnv(r.environ, "DEGRADED_ADDR"); ok && !f.Changed("addr") && v != "" {
 		addr = v
 	}
-	if v, ok := lookupEnv(r.environ, "DEGRADED_TOKEN"); ok && !f.Changed("token") {
-		token = v
+	if !f.Changed("token") {
+		vars := r.tokenVars
+		if vars == nil {
+			vars = []string{"DEGRADED_TOKEN"}
+		}
+		for _, name := range vars {
+			if v, ok := lookupEnv(r.environ, name); ok && v != "" {
+				token = v
+				break
+			}
+		}
 	}
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr // host:port, as `serve --listen` takes it
@@ -347,31 +361,77 @@ func overrideClearCmd(environ []string, stdout io.Writer) *cobra.Command {
 
 func reportCmd(environ []string, stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "report --success N --failure M",
-		Short: "Add outcome counts to the daemon's error window",
-		Args:  cobra.NoArgs,
+		Use:   "report [--success N] [--failure M] [--signal NAME=VALUE]...",
+		Short: "Add outcome counts to the daemon's error window, or push custom signal values",
+		Long: "report sends outcome counts (POST /v1/outcomes) and values of custom signals\n" +
+			"(PUT /v1/signals/NAME). The token is --token, else DEGRADED_REPORT_TOKEN, else DEGRADED_TOKEN.",
+		Args: cobra.NoArgs,
 	}
 	r := newRemote(cmd, environ)
+	r.tokenVars = []string{"DEGRADED_REPORT_TOKEN", "DEGRADED_TOKEN"}
 	var success, failure int64
+	var pushed []string
 	cmd.Flags().Int64Var(&success, "success", 0, "successful outcomes")
 	cmd.Flags().Int64Var(&failure, "failure", 0, "failed outcomes")
+	cmd.Flags().StringArrayVar(&pushed, "signal", nil, "a custom signal's value, NAME=VALUE (repeatable)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if !cmd.Flags().Changed("success") && !cmd.Flags().Changed("failure") {
-			return usageError{errors.New("report needs --success and/or --failure")}
+		outcomes := cmd.Flags().Changed("success") || cmd.Flags().Changed("failure")
+		if !outcomes && len(pushed) == 0 {
+			return usageError{errors.New("report needs --success and/or --failure, or --signal NAME=VALUE")}
+		}
+		values, err := parseSignals(pushed)
+		if err != nil {
+			return usageError{err}
 		}
 		c, err := r.client()
 		if err != nil {
 			return err
 		}
-		n, err := c.Report(cmd.Context(), success, failure)
-		if err != nil {
-			return explain(c, err)
+		result := map[string]any{}
+		if outcomes {
+			n, err := c.Report(cmd.Context(), success, failure)
+			if err != nil {
+				return explain(c, err)
+			}
+			result["accepted"] = n
+			if !r.json {
+				fmt.Fprintf(stdout, "accepted %d outcomes\n", n)
+			}
+		}
+		for _, v := range values {
+			if err := c.PushSignal(cmd.Context(), v.name, v.value); err != nil {
+				return fmt.Errorf("signal %s: %w", v.name, explain(c, err))
+			}
+			if !r.json {
+				fmt.Fprintf(stdout, "signal %s = %g\n", v.name, v.value)
+			}
+		}
+		if len(values) > 0 {
+			result["signals"] = len(values)
 		}
 		if r.json {
-			return printJSON(stdout, map[string]int64{"accepted": n})
+			return printJSON(stdout, result)
 		}
-		_, err = fmt.Fprintf(stdout, "accepted %d outcomes\n", n)
-		return err
+		return nil
 	}
 	return cmd
+}
+
+type signalValue struct {
+	name  string
+	value float64
+}
+
+// parseSignals reads NAME=VALUE arguments of --signal.
+func parseSignals(args []string) ([]signalValue, error) {
+	var out []signalValue
+	for _, a := range args {
+		name, raw, ok := strings.Cut(a, "=")
+		v, err := strconv.ParseFloat(raw, 64)
+		if !ok || name == "" || err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("--signal %q: want NAME=VALUE with a finite number, e.g. queue_depth=1234", a)
+		}
+		out = append(out, signalValue{name, v})
+	}
+	return out, nil
 }

@@ -530,8 +530,14 @@ func TestLoadEnvironmentWarnings(t *testing.T) {
 			[]string{"DEGRADED_AUTH_TOKEN names no config key (did you mean DEGRADED_AUTH__TOKEN?)"}},
 		{"a typo", []string{"DEGRADED_HEALTH_CHECK_INTERVL=5s"},
 			[]string{"DEGRADED_HEALTH_CHECK_INTERVL names no config key (did you mean DEGRADED_HEALTH_CHECK_INTERVAL?)"}},
-		{"nothing close", []string{"DEGRADED_LEVELS=x", "DEGRADED_FROBNICATE=1"},
-			[]string{"DEGRADED_LEVELS names no config key", "DEGRADED_FROBNICATE names no config key"}},
+		{"nothing close", []string{"DEGRADED_FROBNICATE=1", "DEGRADED_LISTEN__PORT__X=1"},
+			[]string{"DEGRADED_FROBNICATE names no config key", "DEGRADED_LISTEN__PORT__X names no config key"}},
+		{"lists of sections are file-only", []string{"DEGRADED_LEVELS=x", "DEGRADED_SIGNALS__CUSTOM=queue_depth", "DEGRADED_SIGNALS__PROMETHEUS__QUERIES=x"},
+			[]string{
+				"DEGRADED_LEVELS names levels, a list of sections that only a config file can set",
+				"DEGRADED_SIGNALS__CUSTOM names signals.custom, a list of sections that only a config file can set",
+				"DEGRADED_SIGNALS__PROMETHEUS__QUERIES names signals.prometheus.queries, a list of sections that only a config file can set",
+			}},
 		{"other prefixes are not ours", []string{"DEGRADEDX=1", "PATH=/bin"}, nil},
 	}
 	for _, tt := range tests {

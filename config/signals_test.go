@@ -121,6 +121,13 @@ func TestValidateSignals(t *testing.T) {
 			"levels[3].cpu_pressure_percent: must be >= levels[1].cpu_pressure_percent (40) (was 30)",
 			"levels[4].custom.queue_depth: must be >= levels[0].custom.queue_depth (1000) (was 999)",
 		}},
+		{"no suggestion of a name that is wrong itself", func(c *Config) {
+			c.Signals.Custom = []CustomSignal{{Name: "Queue_depth", TTL: time.Minute}}
+			c.Levels[0].Custom = map[string]*float64{"queue_depth": ptr(1)}
+		}, []string{
+			"signals.custom[0].name: must match ^[a-z][a-z0-9_]{0,62}$ (was Queue_depth)",
+			"levels[0].custom.queue_depth: names no signal of signals.custom or signals.prometheus.queries (was 1)",
+		}},
 		{"custom thresholds", func(c *Config) {
 			withSignals(c)
 			c.Levels[0].Custom = map[string]*float64{"queue_depth": ptr(0), "p95": ptr(-1)}
@@ -130,7 +137,7 @@ func TestValidateSignals(t *testing.T) {
 			"levels[0].custom.p95: must be a finite number >= 0 (was -1)",
 			"levels[1].custom.queue_depth: must be a finite number >= 0 (was NaN)",
 			"levels[2].custom.queue_depth: must be a finite number >= 0 (was +Inf)",
-			"levels[2].custom.cpu: names no signal of signals.custom or signals.prometheus.queries (was 5)",
+			"levels[2].custom.cpu: is a built-in signal: its threshold is levels[2].cpu_percent (was 5)",
 			"levels[2].custom.nothing_like_it: names no signal of signals.custom or signals.prometheus.queries (was null)",
 			"levels[2].custom.queue_dept: names no signal of signals.custom or signals.prometheus.queries; did you mean queue_depth? (was 5)",
 		}},

@@ -180,8 +180,10 @@ func (v *validator) levels(ls []Level, custom []levels.Signal) {
 	for _, s := range custom {
 		if !configured[string(s)] && !s.Builtin() {
 			configured[string(s)] = true
-			names = append(names, string(s))
 			sigs = append(sigs, s)
+			if levels.CustomNameProblem(string(s)) == "" {
+				names = append(names, string(s))
+			}
 		}
 	}
 	seen := levelNames{}
@@ -225,7 +227,9 @@ func (v *validator) levels(ls []Level, custom []levels.Signal) {
 				continue
 			}
 			what := "names no signal of signals.custom or signals.prometheus.queries"
-			if near, ok := closest(name, names); ok {
+			if sig := levels.Signal(name); sig.Builtin() {
+				what = "is a built-in signal: its threshold is " + key(sig.Key())
+			} else if near, ok := closest(name, names); ok {
 				what += "; did you mean " + near + "?"
 			}
 			v.add(key("custom."+name), what, deref(l.Custom[name]))

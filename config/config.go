@@ -69,22 +69,6 @@ type Config struct {
 // are kept for short requests, and streams and long-polls share the rest.
 const MinConnections = 64
 
-// Signals selects where CPU and memory are sampled.
-type Signals struct {
-	// CPU selects the CPU sampler.
-	CPU SignalSource `koanf:"cpu"`
-	// Memory selects the memory sampler.
-	Memory SignalSource `koanf:"memory"`
-	// CgroupPath is the cgroup v2 directory read by "cgroup" sources.
-	CgroupPath string `koanf:"cgroup_path"`
-}
-
-// SignalSource configures one sampled signal.
-type SignalSource struct {
-	// Source is one of [signals.Sources]: "host", "cgroup" or "off".
-	Source string `koanf:"source"`
-}
-
 // Auth holds the bearer tokens. Its fields are secrets: never log them.
 type Auth struct {
 	// Token is the admin token (override, reload). See [Config.AdminToken].
@@ -134,19 +118,27 @@ type Level struct {
 	Name string `koanf:"name"`
 	// PriorityThreshold is the lowest priority admitted at this level.
 	PriorityThreshold int `koanf:"priority_threshold"`
-	// ErrorRatePercent, CPUPercent and MemoryPercent are the values, in
-	// (0, 100], a signal must strictly exceed to ask for this level. Each
-	// key is its signal's levels.Signal.Key (TestThresholdKeysAreTheSignals);
-	// thresholds maps them.
-	ErrorRatePercent *float64 `koanf:"error_rate_percent"`
-	CPUPercent       *float64 `koanf:"cpu_percent"`
-	MemoryPercent    *float64 `koanf:"memory_percent"`
+	// The built-in signals' thresholds: the values a signal must strictly
+	// exceed to ask for this level. Percents are in (0, 100], LatencyMS in
+	// (0, 10000]. Each key is its signal's levels.Signal.Key
+	// (TestThresholdKeysAreTheSignals); thresholds maps them.
+	ErrorRatePercent      *float64 `koanf:"error_rate_percent"`
+	LatencyMS             *float64 `koanf:"latency_ms"`
+	CPUPercent            *float64 `koanf:"cpu_percent"`
+	MemoryPercent         *float64 `koanf:"memory_percent"`
+	CPUPressurePercent    *float64 `koanf:"cpu_pressure_percent"`
+	MemoryPressurePercent *float64 `koanf:"memory_pressure_percent"`
+	IOPressurePercent     *float64 `koanf:"io_pressure_percent"`
+	// Custom maps a custom signal's name (one of signals.custom or
+	// signals.prometheus.queries) to its threshold, finite and >= 0.
+	Custom map[string]*float64 `koanf:"custom"`
 	// Disable lists the features turned off from this level upwards.
 	Disable []string `koanf:"disable"`
 }
 
-// Table converts c.Levels into a [levels.Table] (Normal prepended). It
-// fails only on what [Config.Validate] also reports.
+// Table converts c.Levels into a [levels.Table] (Normal prepended), with
+// the custom signals (pushed, then queried, in config order) and the
+// latency quantile. It fails only on what [Config.Validate] also reports.
 func (c *Config) Table() (*levels.Table, error) {
 	ls := make([]levels.Level, len(c.Levels))
 	for i, l := range c.Levels {
@@ -163,15 +155,29 @@ func (c *Config) Table() (*levels.Table, error) {
 			Disable:           append([]string(nil), l.Disable...),
 		}
 	}
-	return levels.NewTable(ls)
+	return levels.NewTableWith(ls, levels.TableOptions{
+		Custom:          c.customSignals(),
+		LatencyQuantile: c.Signals.Latency.Quantile,
+	})
 }
 
-// thresholds maps each signal to this level's threshold (nil: none). It is
+// thresholds maps each signal to this level's threshold (nil: none): the
+// built-in ones, then each of Custom not named like a built-in one. It is
 // the one place config lists the signals' threshold fields.
 func (l *Level) thresholds() map[levels.Signal]*float64 {
-	return map[levels.Signal]*float64{
-		levels.ErrorRate: l.ErrorRatePercent,
-		levels.CPU:       l.CPUPercent,
-		levels.Memory:    l.MemoryPercent,
+	ths := map[levels.Signal]*float64{
+		levels.ErrorRate:      l.ErrorRatePercent,
+		levels.Latency:        l.LatencyMS,
+		levels.CPU:            l.CPUPercent,
+		levels.Memory:         l.MemoryPercent,
+		levels.CPUPressure:    l.CPUPressurePercent,
+		levels.MemoryPressure: l.MemoryPressurePercent,
+		levels.IOPressure:     l.IOPressurePercent,
 	}
+	for name, p := range l.Custom {
+		if sig := levels.Signal(name); !sig.Builtin() {
+			ths[sig] = p
+		}
+	}
+	return ths
 }

@@ -26,6 +26,13 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("blind_hold: -1s\nmax_connections: -1\nallowed_hosts: a.example\nsse: {write_timeout: 1ms, heartbeat: 1ns}\nmax_override_ttl: 1ns\n"))
 	f.Add([]byte("auth: {token: \"a \", report_token: a}\nlevels: [{name: Major}, {name: major}, {name: normal}]\n"))
 	f.Add([]byte("# comments only\n---\n"))
+	f.Add([]byte("signals:\n  pressure: {source: cgroup}\n  latency: {quantile: 0.999}\n  custom: [{name: queue_depth, ttl: 1m}]\n" +
+		"  prometheus: {url: http://p:9090, timeout: 2s, queries: [{name: p95, query: max(p95), interval: 15s}]}\n" +
+		"levels:\n  - {name: A, latency_ms: 500, cpu_pressure_percent: 20, custom: {queue_depth: 1000, p95: null}}\n" +
+		"  - {name: B, io_pressure_percent: 60, memory_pressure_percent: 40, custom: {p95: 0.8}}\n"))
+	f.Add([]byte("signals:\n  latency: {quantile: 1}\n  custom: [{name: Cpu}, {name: q, ttl: 1s}, null, 3]\n" +
+		"  prometheus: {url: \"ftp://u:p@x\", timeout: 0s, queries: [{name: q, query: \"\", interval: 1s}]}\n" +
+		"levels: [{name: A, latency_ms: 10001, custom: {q: -1, a.b: 1, cpu: 5, r: .nan}}, {name: B, custom: {q: .inf}}, {name: C, custom: 5}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := filepath.Join(t.TempDir(), "fuzz.yaml")
 		if err := os.WriteFile(p, data, 0o600); err != nil {

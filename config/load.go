@@ -252,13 +252,16 @@ func (m mapProvider) Read() (map[string]any, error) { return m, nil }
 // envKey maps a variable to the key it sets (DEGRADED_AUTH__TOKEN to
 // auth.token) and its value: the string, or for a list of strings its
 // comma-separated items. A variable that names no settable key maps to ""
-// (ignored), with a warning unless it is the client's.
+// (ignored), with a warning unless it is the client's: one naming the key
+// for a list that only a file can set, else one naming the closest key.
 func envKey(known map[string]bool, name, value string) (key string, v any, warning string) {
 	key = strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, EnvPrefix)), "__", ".")
 	isList, ok := known[key]
 	switch {
 	case !ok && clientVars[name]:
 		return "", nil, ""
+	case !ok && fileOnly(key):
+		return "", nil, name + " names " + key + ", a list of sections that only a config file can set"
 	case !ok:
 		// Compare what follows the prefix, so that the shared prefix does
 		// not make unrelated names look close.
@@ -282,6 +285,24 @@ func envKey(known map[string]bool, name, value string) (key string, v any, warni
 		return key, items, ""
 	}
 	return key, value, ""
+}
+
+// fileOnly reports whether key names a list of sections (levels,
+// signals.custom, signals.prometheus.queries), which the environment
+// cannot set.
+func fileOnly(key string) bool {
+	t := reflect.TypeFor[Config]()
+	for part := range strings.SplitSeq(key, ".") {
+		if t.Kind() != reflect.Struct {
+			return false
+		}
+		f, ok := fieldByKey(t, part)
+		if !ok {
+			return false
+		}
+		t = f.Type
+	}
+	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct
 }
 
 // envVar is the variable that sets key: auth.token is DEGRADED_AUTH__TOKEN.

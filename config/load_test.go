@@ -60,7 +60,11 @@ func TestDefaultsMatchDesign(t *testing.T) {
 		Signals: Signals{
 			CPU:        SignalSource{Source: "host"},
 			Memory:     SignalSource{Source: "host"},
+			Pressure:   SignalSource{Source: "off"},
+			Latency:    Latency{Quantile: 0.99},
 			CgroupPath: "/sys/fs/cgroup",
+			Custom:     []CustomSignal{},
+			Prometheus: Prometheus{Timeout: 5 * time.Second, Queries: []QuerySignal{}},
 		},
 		SSE: SSE{Heartbeat: 15 * time.Second, MaxSubscribers: 20000, WriteTimeout: 10 * time.Second},
 		Log: Log{Level: "info", Format: "text"},
@@ -200,6 +204,50 @@ log: {level: debug}
 				c.MaxConnections = 100
 				c.AllowedHosts = []string{"degraded.internal", "gw.example.com"}
 				c.SSE.WriteTimeout = time.Minute
+			},
+		},
+		{
+			name: "the signals of issue 12 from the file",
+			opts: LoadOptions{Path: writeConfig(t, `
+signals:
+  pressure: {source: cgroup}
+  latency: {quantile: 0.999}
+  custom: [{name: queue_depth, ttl: 1m}]
+  prometheus:
+    url: http://prometheus:9090
+    timeout: 2s
+    queries: [{name: p95, query: 'max(p95{app="shop"})', interval: 15s}]
+levels:
+  - {name: Busy, priority_threshold: 10, latency_ms: 500, cpu_pressure_percent: 20, custom: {queue_depth: 1000, p95: null}}
+  - {name: Shed, priority_threshold: 50, io_pressure_percent: 60, memory_pressure_percent: 40, custom: {p95: 0.8}}
+`)},
+			want: func(c *Config) {
+				c.Signals.Pressure.Source = "cgroup"
+				c.Signals.Latency.Quantile = 0.999
+				c.Signals.Custom = []CustomSignal{{Name: "queue_depth", TTL: time.Minute}}
+				c.Signals.Prometheus = Prometheus{URL: "http://prometheus:9090", Timeout: 2 * time.Second,
+					Queries: []QuerySignal{{Name: "p95", Query: `max(p95{app="shop"})`, Interval: 15 * time.Second}}}
+				c.Levels = []Level{
+					{Name: "Busy", PriorityThreshold: 10, LatencyMS: ptr(500), CPUPressurePercent: ptr(20),
+						Custom: map[string]*float64{"queue_depth": ptr(1000), "p95": nil}},
+					{Name: "Shed", PriorityThreshold: 50, IOPressurePercent: ptr(60), MemoryPressurePercent: ptr(40),
+						Custom: map[string]*float64{"p95": ptr(0.8)}},
+				}
+			},
+		},
+		{
+			name: "the signals of issue 12 from the environment",
+			opts: LoadOptions{Environ: []string{
+				"DEGRADED_SIGNALS__PRESSURE__SOURCE=host",
+				"DEGRADED_SIGNALS__LATENCY__QUANTILE=0.95",
+				"DEGRADED_SIGNALS__PROMETHEUS__URL=https://prom.example",
+				"DEGRADED_SIGNALS__PROMETHEUS__TIMEOUT=3s",
+			}},
+			want: func(c *Config) {
+				c.Signals.Pressure.Source = "host"
+				c.Signals.Latency.Quantile = 0.95
+				c.Signals.Prometheus.URL = "https://prom.example"
+				c.Signals.Prometheus.Timeout = 3 * time.Second
 			},
 		},
 		{
@@ -356,6 +404,39 @@ levels:
 			},
 		},
 		{
+			name: "the signals of issue 12: unknown keys and wrong types",
+			yaml: `
+signals:
+  latency: {quantile: high}
+  custom: [{name: q, tll: 1m}, {name: r, ttl: 60}, 7]
+  prometheus: {url: http://p:9090, timeout: 1m, queries: [{name: s, query: up, intreval: 2m}]}
+levels:
+  - {name: A, latency_ms: slow, custom: {q: lots, r: 5}}
+  - {name: B, custom: 5}
+`,
+			want: []string{
+				"levels[0].custom.q: must be a number (was lots)",
+				"levels[0].latency_ms: must be a number (was slow)",
+				"levels[1].custom: must be a mapping (was 5)",
+				"signals.custom[0].tll: unknown key (did you mean signals.custom[0].ttl?)",
+				"signals.custom[1].ttl: must be a duration such as 30s or 1m (was 60)",
+				"signals.custom[2]: must be a mapping (was 7)",
+				"signals.latency.quantile: must be a number (was high)",
+				"signals.prometheus.queries[0].intreval: unknown key (did you mean signals.prometheus.queries[0].interval?)",
+				"signals.custom[0].ttl: must be >= 1s (was 0s)",
+				"signals.prometheus.queries[0].interval: must be >= 1s (was 0s)",
+			},
+		},
+		{
+			name:    "bad env values of issue 12's keys name the variable",
+			environ: []string{"DEGRADED_SIGNALS__LATENCY__QUANTILE=1", "DEGRADED_SIGNALS__PROMETHEUS__TIMEOUT=never", "DEGRADED_SIGNALS__PRESSURE__SOURCE=psi"},
+			want: []string{
+				`signals.prometheus.timeout: must be a duration such as 30s or 1m (was "never", from DEGRADED_SIGNALS__PROMETHEUS__TIMEOUT)`,
+				"signals.pressure.source: must be one of host, cgroup, off (was psi, from DEGRADED_SIGNALS__PRESSURE__SOURCE)",
+				"signals.latency.quantile: must be in (0, 1) (was 1, from DEGRADED_SIGNALS__LATENCY__QUANTILE)",
+			},
+		},
+		{
 			name:    "bad env values are problems too",
 			environ: []string{"DEGRADED_SSE__MAX_SUBSCRIBERS=many", "DEGRADED_ERROR_RATE_WINDOW=1 minute"},
 			want: []string{
@@ -449,8 +530,14 @@ func TestLoadEnvironmentWarnings(t *testing.T) {
 			[]string{"DEGRADED_AUTH_TOKEN names no config key (did you mean DEGRADED_AUTH__TOKEN?)"}},
 		{"a typo", []string{"DEGRADED_HEALTH_CHECK_INTERVL=5s"},
 			[]string{"DEGRADED_HEALTH_CHECK_INTERVL names no config key (did you mean DEGRADED_HEALTH_CHECK_INTERVAL?)"}},
-		{"nothing close", []string{"DEGRADED_LEVELS=x", "DEGRADED_FROBNICATE=1"},
-			[]string{"DEGRADED_LEVELS names no config key", "DEGRADED_FROBNICATE names no config key"}},
+		{"nothing close", []string{"DEGRADED_FROBNICATE=1", "DEGRADED_LISTEN__PORT__X=1"},
+			[]string{"DEGRADED_FROBNICATE names no config key", "DEGRADED_LISTEN__PORT__X names no config key"}},
+		{"lists of sections are file-only", []string{"DEGRADED_LEVELS=x", "DEGRADED_SIGNALS__CUSTOM=queue_depth", "DEGRADED_SIGNALS__PROMETHEUS__QUERIES=x"},
+			[]string{
+				"DEGRADED_LEVELS names levels, a list of sections that only a config file can set",
+				"DEGRADED_SIGNALS__CUSTOM names signals.custom, a list of sections that only a config file can set",
+				"DEGRADED_SIGNALS__PROMETHEUS__QUERIES names signals.prometheus.queries, a list of sections that only a config file can set",
+			}},
 		{"other prefixes are not ours", []string{"DEGRADEDX=1", "PATH=/bin"}, nil},
 	}
 	for _, tt := range tests {

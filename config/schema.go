@@ -93,6 +93,8 @@ func (ch *checker) value(path string, v any, t reflect.Type) bool {
 		return ch.mapping(path, v, t)
 	case reflect.Slice:
 		return ch.list(path, v, t)
+	case reflect.Map:
+		return ch.dict(path, v, t)
 	case reflect.Pointer:
 		return ch.value(path, v, t.Elem())
 	}
@@ -134,6 +136,21 @@ func (ch *checker) mapping(path string, v any, t reflect.Type) bool {
 			continue
 		}
 		if !ch.value(joinKey(path, k), m[k], f.Type) {
+			delete(m, k)
+		}
+	}
+	return true
+}
+
+// dict checks a YAML mapping against map type t (levels[].custom): its
+// keys are free, and each value is checked against t's element type.
+func (ch *checker) dict(path string, v any, t reflect.Type) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ch.check(path, v, "must be a mapping")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !ch.value(joinKey(path, k), m[k], t.Elem()) {
 			delete(m, k)
 		}
 	}

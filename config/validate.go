@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"math"
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +28,8 @@ var levelName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
 // "key.path: what is wrong (was VALUE)". Secrets are never echoed. It also
 // returns warnings: settings that are valid but probably not what was
 // meant. Validate reads auth.token_file and the TLS files to check they are
-// readable; it does not modify c.
+// readable, and the pressure files (a warning if they are missing); it does
+// not modify c.
 func (c *Config) Validate() (warnings []string, err error) {
 	v := &validator{}
 
@@ -61,12 +65,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	}
 	v.allowedHosts(c.AllowedHosts)
 
-	v.source("signals.cpu.source", c.Signals.CPU.Source)
-	v.source("signals.memory.source", c.Signals.Memory.Source)
-	cgroup := string(signals.SourceCgroup)
-	if (c.Signals.CPU.Source == cgroup || c.Signals.Memory.Source == cgroup) && c.Signals.CgroupPath == "" {
-		v.add("signals.cgroup_path", "must be set when a signal source is cgroup", "")
-	}
+	v.signals(c.Signals)
 
 	v.auth(c.Auth)
 	v.tls(c.TLS)
@@ -79,13 +78,14 @@ func (c *Config) Validate() (warnings []string, err error) {
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
 
-	v.levels(c.Levels)
+	v.levels(c.Levels, c.customSignals())
 
 	if c.ErrorRateWindow > 0 && c.ErrorRateWindow < c.HealthCheckInterval {
 		warnings = append(warnings, fmt.Sprintf(
 			"error_rate_window: shorter than health_check_interval (%s), so outcomes between two health checks can age out unseen (was %s)",
 			c.HealthCheckInterval, c.ErrorRateWindow))
 	}
+	warnings = append(warnings, c.signalWarnings()...)
 	if len(v.problems) > 0 {
 		return warnings, &ValidationError{Problems: v.problems}
 	}
@@ -168,21 +168,34 @@ func (v *validator) tls(t TLS) {
 }
 
 // levels checks the table: count, names, priority thresholds and signal
-// thresholds, naming each element as levels[i].
-func (v *validator) levels(ls []Level) {
+// thresholds, naming each element as levels[i]. custom are the configured
+// custom signals, which alone may have levels[i].custom thresholds.
+func (v *validator) levels(ls []Level, custom []levels.Signal) {
 	if len(ls) < 1 || len(ls) > levels.MaxLevels {
 		v.add("levels", fmt.Sprintf("must list 1 to %d levels", levels.MaxLevels), strconv.Itoa(len(ls))+" levels")
 	}
-	names := levelNames{}
+	sigs := slices.Clone(levels.AllSignals)
+	configured := map[string]bool{}
+	var names []string
+	for _, s := range custom {
+		if !configured[string(s)] && !s.Builtin() {
+			configured[string(s)] = true
+			sigs = append(sigs, s)
+			if levels.CustomNameProblem(string(s)) == "" {
+				names = append(names, string(s))
+			}
+		}
+	}
+	seen := levelNames{}
 	prevPriority := -1 // index of the last level with a valid priority
 	type last struct {
 		i int
 		v float64
 	}
-	prevSignal := map[string]*last{}
+	prevSignal := map[levels.Signal]*last{}
 	for i, l := range ls {
 		key := func(k string) string { return fmt.Sprintf("levels[%d].%s", i, k) }
-		if what := names.problem(i, l.Name); what != "" {
+		if what := seen.problem(i, l.Name); what != "" {
 			v.add(key("name"), what, l.Name)
 		}
 		switch {
@@ -194,21 +207,32 @@ func (v *validator) levels(ls []Level) {
 			prevPriority = i
 		}
 		ths := l.thresholds()
-		for _, sig := range levels.AllSignals {
+		for _, sig := range sigs {
 			p := ths[sig]
 			if p == nil {
 				continue
 			}
-			x, name := *p, sig.Key()
-			prev := prevSignal[name]
-			switch {
-			case !(x > 0 && x <= 100):
-				v.add(key(name), "must be in (0, 100]", x)
-			case prev != nil && x < prev.v:
+			x, name := *p, thresholdKey(sig)
+			prev := prevSignal[sig]
+			if what := thresholdProblem(sig, x); what != "" {
+				v.add(key(name), what, x)
+			} else if prev != nil && x < prev.v {
 				v.add(key(name), fmt.Sprintf("must be >= levels[%d].%s (%v)", prev.i, name, prev.v), x)
-			default:
-				prevSignal[name] = &last{i, x}
+			} else {
+				prevSignal[sig] = &last{i, x}
 			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(l.Custom)) {
+			if configured[name] {
+				continue
+			}
+			what := "names no signal of signals.custom or signals.prometheus.queries"
+			if sig := levels.Signal(name); sig.Builtin() {
+				what = "is a built-in signal: its threshold is " + key(sig.Key())
+			} else if near, ok := closest(name, names); ok {
+				what += "; did you mean " + near + "?"
+			}
+			v.add(key("custom."+name), what, deref(l.Custom[name]))
 		}
 		for j, f := range l.Disable {
 			if strings.TrimSpace(f) == "" {
@@ -216,6 +240,44 @@ func (v *validator) levels(ls []Level) {
 			}
 		}
 	}
+}
+
+// maxLatencyMS is the largest latency threshold: the upper bound of the
+// last finite latency bucket, which the +Inf bucket reads as.
+const maxLatencyMS = 10000
+
+// thresholdKey names sig's threshold within a level: its key for a
+// built-in signal (cpu_percent), custom.NAME for a custom one.
+func thresholdKey(sig levels.Signal) string {
+	if sig.Builtin() {
+		return sig.Key()
+	}
+	return "custom." + sig.Key()
+}
+
+// thresholdProblem says what is wrong with x as a threshold of sig, or "".
+func thresholdProblem(sig levels.Signal, x float64) string {
+	switch {
+	case !sig.Builtin():
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return "must be a finite number >= 0"
+		}
+	case sig == levels.Latency:
+		if !(x > 0 && x <= maxLatencyMS) {
+			return fmt.Sprintf("must be in (0, %d]", maxLatencyMS)
+		}
+	case !(x > 0 && x <= 100):
+		return "must be in (0, 100]"
+	}
+	return ""
+}
+
+// deref shows a threshold: its value, or null.
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // levelNames is the one home of the level-name rule: a name matches

@@ -139,20 +139,22 @@ func fakeCgroup(t *testing.T, share float64) string {
 
 // TestReloadMidIncident: with cgroup CPU steady at 85%, a reload of an
 // unchanged config keeps the CPU sampler, so nothing warms up and the level
-// never reads as recovered.
+// never reads as recovered. (The fake cgroup's usage is written by the
+// test; under load a sample may read high or low, so the table stops at
+// Major and the dwell is long: what is checked is that cpu stays
+// available across reloads, where a re-created sampler would be warming.)
 func TestReloadMidIncident(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, fmt.Sprintf(`
 listen: 127.0.0.1:0
 data_dir: ""
 health_check_interval: 50ms
-minimum_level_duration: 0s
+minimum_level_duration: 1h
 signals: {cpu: {source: cgroup}, memory: {source: off}, cgroup_path: %q}
 auth: {token: "admin-secret"}
 levels:
   - {name: Minor, priority_threshold: 10, cpu_percent: 20}
   - {name: Major, priority_threshold: 50, cpu_percent: 50}
-  - {name: Severe, priority_threshold: 70, cpu_percent: 99.9}
 `, fakeCgroup(t, 0.85)))
 	d := start(t, "serve", "--config", cfg)
 	d.waitLevel(t, "Major")

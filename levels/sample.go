@@ -68,6 +68,9 @@ func (s Sample) Clone() Sample {
 	if c.States == nil {
 		c.States = map[Signal]SignalState{}
 	}
+	if c.Recovery == nil {
+		c.Recovery = map[Signal]float64{}
+	}
 	return c
 }
 

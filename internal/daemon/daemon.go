@@ -15,6 +15,7 @@ import (
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/signals"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -66,6 +67,10 @@ type Daemon struct {
 	reloadMu sync.Mutex         // one reload at a time (SIGHUP and POST /-/reload)
 	opts     controller.Options // in force; guarded by reloadMu after New
 
+	pushed *signals.Pushed   // pushed custom signals; one store for the daemon's life
+	psi    *signals.Pressure // the PSI source in force, if any
+	runner queryRunner       // runs the Prometheus queries in force
+
 	refused    atomic.Int64 // connections closed at accept (max_connections)
 	refusedLog atomic.Int64 // when that was last logged, Unix nanoseconds
 }
@@ -79,7 +84,7 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	d := &Daemon{log: newLogger(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}}
+	d := &Daemon{log: newLogger(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}, pushed: &signals.Pushed{}}
 	d.override.cpu, d.override.memory = o.CPU, o.Memory
 	d.cfg.Store(cfg)
 	d.bound = cfg.Listen
@@ -166,6 +171,7 @@ func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
 		Controller:     d.ctrl,
 		Outcomes:       d.window,
 		Reported:       d.ctrl.Reported,
+		Pusher:         d.pushed,
 		Tokens:         func() api.Tokens { return *d.tokens.Load() },
 		Reload:         reload,
 		Gatherer:       d.registry,

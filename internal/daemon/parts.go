@@ -41,7 +41,12 @@ func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (contr
 	if err != nil {
 		return controller.Options{}, err
 	}
+	sources, err := d.sources(c, prev)
+	if err != nil {
+		return controller.Options{}, err
+	}
 	return controller.Options{
+		Sources:              sources,
 		Table:                table,
 		HealthCheckInterval:  c.HealthCheckInterval,
 		MinimumLevelDuration: c.MinimumLevelDuration,

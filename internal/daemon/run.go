@@ -21,6 +21,8 @@ import (
 func (d *Daemon) Run(ctx context.Context) error {
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
+	d.runner.start(runCtx)
+	defer d.runner.stop()
 	ctrlDone := make(chan error, 1)
 	go func() { ctrlDone <- d.ctrl.Run(runCtx) }()
 

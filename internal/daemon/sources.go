@@ -1,0 +1,134 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/degraded/degraded/config"
+	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/signals"
+)
+
+// sources builds the controller's sources for cfg: pressure, pushed and
+// queried signals. Each is kept across a reload when its configuration did
+// not change (its identity: the pressure source and path; the pushed
+// store always, reconfigured; the queries' url, timeout and specs), so a
+// reload does not make it warm up again.
+func (d *Daemon) sources(cfg, prev *config.Config) ([]controller.Source, error) {
+	var out []controller.Source
+	p, err := d.pressure(cfg, prev)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		out = append(out, p)
+	}
+	d.pushed.Configure(cfg.PushedSignals(), cfg.QueriedNames())
+	out = append(out, d.pushed)
+	q, err := d.queriesFor(cfg, prev)
+	if err != nil {
+		return nil, err
+	}
+	if q != nil {
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// pressure returns the PSI source: the one in force if its source and
+// cgroup path are unchanged, else a new one whose files were checked. A
+// kernel without PSI is a configuration problem (serve exits 2).
+func (d *Daemon) pressure(cfg, prev *config.Config) (*signals.Pressure, error) {
+	src := cfg.Signals.Pressure.Source
+	if prev != nil && d.psi != nil && prev.Signals.Pressure == cfg.Signals.Pressure && prev.Signals.CgroupPath == cfg.Signals.CgroupPath {
+		return d.psi, nil
+	}
+	if err := signals.CheckPressure(src, cfg.Signals.CgroupPath); err != nil {
+		return nil, &config.ValidationError{Problems: []string{fmt.Sprintf("signals.pressure.source: %v (was %s)", err, src)}}
+	}
+	p, err := signals.NewPressure(src, cfg.Signals.CgroupPath)
+	if err != nil {
+		return nil, err
+	}
+	d.psi = p
+	return p, nil
+}
+
+// queriesFor returns the query runner's queries for cfg: the running ones
+// if nothing about them changed, else new ones the runner switches to.
+func (d *Daemon) queriesFor(cfg, prev *config.Config) (*signals.Queries, error) {
+	specs := cfg.QuerySpecs()
+	if prev != nil && d.runner.current() != nil && prev.Signals.Prometheus.URL == cfg.Signals.Prometheus.URL &&
+		prev.Signals.Prometheus.Timeout == cfg.Signals.Prometheus.Timeout && slices.Equal(prev.QuerySpecs(), specs) {
+		return d.runner.current(), nil
+	}
+	if len(specs) == 0 {
+		d.runner.swap(nil)
+		return nil, nil
+	}
+	q, err := signals.NewQueries(cfg.Signals.Prometheus.URL, cfg.Signals.Prometheus.Timeout, specs, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.runner.swap(q)
+	return q, nil
+}
+
+// queryRunner runs the Prometheus queries in force while the daemon runs,
+// switching to new ones on a reload. It is safe for concurrent use.
+type queryRunner struct {
+	mu     sync.Mutex
+	cur    *signals.Queries
+	ctx    context.Context // set by start: the daemon is running
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (r *queryRunner) current() *signals.Queries {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// start runs the current queries (and later ones) until stop.
+func (r *queryRunner) start(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctx = ctx
+	r.launchLocked()
+}
+
+// swap replaces the queries, stopping the old ones.
+func (r *queryRunner) swap(q *signals.Queries) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+	r.cur = q
+	r.launchLocked()
+}
+
+func (r *queryRunner) launchLocked() {
+	if r.ctx == nil || r.cur == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.cancel = cancel
+	q := r.cur
+	r.wg.Go(func() { _ = q.Run(ctx) }) // Run returns ctx.Err() only
+}
+
+// stop ends the queries and waits for them.
+func (r *queryRunner) stop() {
+	r.mu.Lock()
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.ctx = nil
+	r.mu.Unlock()
+	r.wg.Wait()
+}

@@ -7,15 +7,33 @@
   const HISTORY_LIMIT = 50;
   const SAMPLES_SPAN_MS = 10 * 60 * 1000; // what the daemon keeps: about ten minutes
   const SAMPLES_MAX = 1200;
-  const SIGNALS = [
-    { key: 'cpu_percent', name: 'CPU', digits: 1, fixedMax: 100 },
-    { key: 'memory_percent', name: 'Memory', digits: 1, fixedMax: 100 },
-    { key: 'error_rate_percent', name: 'Error rate', digits: 2, fixedMax: 0 },
-  ];
+  // BUILTIN are the built-in signals in the order the levels package names
+  // them; custom signals follow, sorted by name. name is the signal's name
+  // in signals.status, key its value's name in the signals object and its
+  // threshold's in GET /v1/levels.
+  const BUILTIN = [
+    { name: 'error_rate', key: 'error_rate_percent', title: 'Error rate', unit: '%', digits: 2 },
+    { name: 'latency', key: 'latency_ms', title: 'Latency', unit: 'ms', digits: 1 },
+    { name: 'cpu', key: 'cpu_percent', title: 'CPU', unit: '%', digits: 1, fixedMax: 100 },
+    { name: 'memory', key: 'memory_percent', title: 'Memory', unit: '%', digits: 1, fixedMax: 100 },
+    { name: 'cpu_pressure', key: 'cpu_pressure_percent', avg60: 'cpu_pressure_avg60_percent', title: 'CPU pressure', unit: '%', digits: 1 },
+    { name: 'memory_pressure', key: 'memory_pressure_percent', avg60: 'memory_pressure_avg60_percent', title: 'Memory pressure', unit: '%', digits: 1 },
+    { name: 'io_pressure', key: 'io_pressure_percent', avg60: 'io_pressure_avg60_percent', title: 'I/O pressure', unit: '%', digits: 1 },
+  ].map((s) => Object.assign(s, {
+    id: 'sig-' + s.key,
+    value: (sig) => sig[s.key],
+    threshold: (level) => level[s.key],
+  }));
+  // STATES explains each state but available, shown on a signal's card.
+  const STATES = {
+    warming: 'Warming up: not enough history yet',
+    failed: 'Failed: the last reading failed or is stale',
+    absent: 'Absent: nothing to measure',
+  };
   const SVG = 'http://www.w3.org/2000/svg';
   const W = 300, H = 60; // sparkline view box
 
-  const model = { levels: [], state: null, signals: null, samples: [], history: [] };
+  const model = { levels: [], state: null, signals: null, configured: null, samples: [], history: [] };
   const $ = (id) => document.getElementById(id);
 
   // ---- helpers -----------------------------------------------------------
@@ -35,12 +53,38 @@
     return e;
   }
 
-  function pct(v, digits) {
-    return v === null || v === undefined ? 'unavailable' : v.toFixed(digits) + '%';
+  const missing = (v) => v === null || v === undefined;
+
+  // number shows a value of s with its unit: percentages and latencies to
+  // the signal's digits, custom values as they are (six significant digits).
+  function number(s, v) {
+    return (s.custom ? String(Number(v.toPrecision(6))) : v.toFixed(s.digits)) + s.unit;
   }
 
-  function threshold(v) {
-    return v === null || v === undefined ? 'never triggers' : '> ' + v + '%';
+  function fmtValue(s, v) {
+    return missing(v) ? 'unavailable' : number(s, v);
+  }
+
+  function fmtThreshold(s, v) {
+    return missing(v) ? 'never triggers' : '> ' + v + s.unit;
+  }
+
+  function customSignal(name) {
+    return {
+      name, key: name, title: name, unit: '', custom: true, id: 'sig-custom-' + name,
+      value: (sig) => (sig.custom || {})[name],
+      threshold: (level) => (level.custom || {})[name],
+    };
+  }
+
+  // configured lists the signals the daemon has configured (every signal
+  // whose status is not off), built-in ones first, then custom ones by name.
+  function configured(sig) {
+    const status = (sig && sig.status) || {};
+    const on = (name) => status[name] !== undefined && status[name] !== 'off';
+    const builtin = new Set(BUILTIN.map((s) => s.name));
+    const custom = Object.keys(status).filter((n) => !builtin.has(n) && on(n)).sort();
+    return BUILTIN.filter((s) => on(s.name)).concat(custom.map(customSignal));
   }
 
   function pad(n) { return String(n).padStart(2, '0'); }
@@ -134,7 +178,16 @@
     }
   }
 
-  const loadLevels = () => load('v1/levels', (d) => { model.levels = d.levels || []; renderLevelsSelect(); renderState(); renderSignals(); });
+  // loadLevels re-reads the table; of overlapping reads, the last one wins.
+  let levelsAsked = 0;
+  const loadLevels = () => {
+    const ask = ++levelsAsked;
+    return load('v1/levels', (d) => {
+      if (ask !== levelsAsked) return;
+      model.levels = d.levels || [];
+      renderLevelsSelect(); renderState(); renderSignals();
+    });
+  };
   const loadSamples = () => load('v1/samples', (d) => { model.samples = d.samples || []; renderSignals(); });
   const loadHistory = () => load('v1/history?limit=' + HISTORY_LIMIT, (d) => { model.history = d.transitions || []; renderHistory(); });
 
@@ -147,9 +200,11 @@
     const prev = model.state;
     if (!fromStream && prev && st.sequence < prev.sequence) return;
     model.state = st;
-    model.signals = st.signals;
-    if (!levelByName(st.level)) loadLevels(); // the table was reloaded
-    if (!prev || prev.sequence !== st.sequence) loadHistory();
+    const changed = prev && prev.sequence !== st.sequence;
+    // A reload may change the table (thresholds, levels) with the level,
+    // or only the set of signals: both re-read it.
+    if (!setSignals(st.signals) && (changed || !levelByName(st.level))) loadLevels();
+    if (!prev || changed) loadHistory();
     renderState();
     renderSignals();
   }
@@ -160,8 +215,21 @@
     s.push(sig);
     const newest = Date.parse(sig.sampled_at);
     while (s.length > SAMPLES_MAX || (s.length > 1 && newest - Date.parse(s[0].sampled_at) > SAMPLES_SPAN_MS)) s.shift();
-    model.signals = sig;
+    setSignals(sig);
     renderSignals();
+  }
+
+  // setSignals takes the latest signals object. When the set of configured
+  // signals changed (a reload), it re-reads the table for their thresholds
+  // and says so.
+  function setSignals(sig) {
+    model.signals = sig;
+    if (!sig || !sig.status) return false; // before the first health check
+    const names = configured(sig).map((s) => s.name).join(' ');
+    const changed = model.configured !== null && names !== model.configured;
+    model.configured = names;
+    if (changed) loadLevels();
+    return changed;
   }
 
   // ---- rendering ---------------------------------------------------------
@@ -219,38 +287,43 @@
     if (levelByName(chosen)) sel.value = chosen;
   }
 
+  // renderSignals keeps one card per configured signal, in order: a
+  // reload that adds or removes a signal adds or removes its card.
   function renderSignals() {
     const box = $('signals');
-    if (!box.children.length) {
-      for (const s of SIGNALS) box.append(signalCard(s));
+    const sig = model.signals || {};
+    const list = configured(sig);
+    const ids = list.map((s) => s.id);
+    if (ids.join(' ') !== Array.from(box.children, (c) => c.id).join(' ')) {
+      box.replaceChildren(...list.map((s) => $(s.id) || signalCard(s)));
     }
     const st = model.state;
     const cur = st ? model.levels[st.index] : null;
-    const next = st ? model.levels[st.index + 1] : null;
-    const sig = model.signals || {};
-    for (const s of SIGNALS) updateSignal(s, sig, cur, next);
+    for (const s of list) updateSignal(s, sig, cur);
 
     const span = $('samples-span');
     const n = model.samples.length;
     if (n > 1) {
       const ms = Date.parse(model.samples[n - 1].sampled_at) - Date.parse(model.samples[0].sampled_at);
-      span.textContent = 'Sparklines show the last ' + fmtDuration(ms) + ' (' + n + ' health checks). Dashed lines: this level\'s and the next level\'s thresholds.';
+      span.textContent = 'Sparklines show the last ' + fmtDuration(ms) + ' (' + n + ' health checks). Dashed lines: this level\'s threshold and the next one.';
     } else if (sig.sampled_at) {
       span.textContent = 'Last health check at ' + fmtTime(sig.sampled_at) + '.';
     }
+    if (sig.status && !list.length) span.textContent = 'No signal is configured: only overrides change the level.';
   }
 
   function signalCard(s) {
-    const id = 'sig-' + s.key;
-    const card = el('article', { class: 'signal', id, 'aria-labelledby': id + '-h' },
-      el('h3', { id: id + '-h' }, s.name),
+    const id = s.id;
+    const card = el('article', { class: 'signal', id, 'aria-labelledby': id + '-h', 'data-signal': s.name },
+      el('h3', { id: id + '-h' }, s.title),
       el('p', { class: 'value', 'data-field': 'value' }, '–'),
+      el('p', { class: 'state', 'data-field': 'state' }),
       el('p', { class: 'detail', 'data-field': 'detail' }),
       el('p', { class: 'verdict', 'data-field': 'verdict' }),
       el('dl', { class: 'thresholds' },
         el('dt', {}, el('span', { class: 'key current', 'aria-hidden': 'true' }), el('span', { 'data-field': 'cur-name' }, 'This level')),
         el('dd', { 'data-field': 'cur-th' }, '–'),
-        el('dt', {}, el('span', { class: 'key next', 'aria-hidden': 'true' }), el('span', { 'data-field': 'next-name' }, 'Next level')),
+        el('dt', {}, el('span', { class: 'key next', 'aria-hidden': 'true' }), el('span', { 'data-field': 'next-name' }, 'Next threshold')),
         el('dd', { 'data-field': 'next-th' }, '–')));
     const spark = svg('svg', { class: 'spark', viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img', 'data-field': 'spark', 'data-points': '0' });
     card.append(spark, el('div', { class: 'spark-axis', 'aria-hidden': 'true' },
@@ -258,62 +331,88 @@
     return card;
   }
 
-  function updateSignal(s, sig, cur, next) {
-    const card = $('sig-' + s.key);
-    const f = (name) => card.querySelector('[data-field="' + name + '"]');
-    const v = sig[s.key];
-    const value = f('value');
-    value.textContent = pct(v, s.digits);
-    value.classList.toggle('unavailable', v === null || v === undefined);
+  // nextThreshold is the least severe level above cur with a threshold
+  // for s: the next level this signal alone can ask for.
+  function nextThreshold(s, cur) {
+    const next = model.levels.find((l) => l.index > cur.index && !missing(s.threshold(l)));
+    return next ? { level: next, th: s.threshold(next) } : null;
+  }
 
-    let detail = '';
-    if (s.key === 'error_rate_percent' && sig.sampled_at) {
-      detail = sig.window_failures + ' failed of ' + sig.window_attempts + ' in the window';
-      if (v === null || v === undefined) detail += ' (too few to count)';
-    } else if ((v === null || v === undefined) && sig.sampled_at) {
-      detail = 'off, or the last sample failed';
+  function detailOf(s, sig, v) {
+    if (!sig.sampled_at) return '';
+    switch (s.name) {
+      case 'error_rate':
+        return sig.window_failures + ' failed of ' + sig.window_attempts + ' in the window' + (missing(v) ? ' (too few to count)' : '');
+      case 'latency':
+        return sig.latency_observations + ' observations in the window' + (missing(v) ? ' (too few to count)' : '');
     }
-    f('detail').textContent = detail;
+    if (s.avg60) return 'avg60 ' + fmtValue(s, sig[s.avg60]);
+    return '';
+  }
 
-    const curTh = cur && cur.index > 0 ? cur[s.key] : null;
-    const nextTh = next ? next[s.key] : null;
+  function updateSignal(s, sig, cur) {
+    const card = $(s.id);
+    const f = (name) => card.querySelector('[data-field="' + name + '"]');
+    const v = s.value(sig);
+    const value = f('value');
+    value.textContent = fmtValue(s, v);
+    value.classList.toggle('unavailable', missing(v));
+
+    const state = (sig.status || {})[s.name] || 'available';
+    card.dataset.state = state;
+    f('state').textContent = STATES[state] || '';
+    f('detail').textContent = detailOf(s, sig, v);
+
+    const curTh = cur && cur.index > 0 ? s.threshold(cur) : null;
+    const next = cur ? nextThreshold(s, cur) : null;
+    const nextTh = next ? next.th : null;
     f('cur-name').textContent = cur ? 'This level (' + cur.name + ')' : 'This level';
-    f('cur-th').textContent = !cur ? '–' : cur.index === 0 ? 'none (Normal)' : threshold(curTh);
-    f('next-name').textContent = next ? 'Next level (' + next.name + ')' : 'Next level';
-    f('next-th').textContent = !cur ? '–' : next ? threshold(nextTh) : 'none: most severe';
+    f('cur-th').textContent = !cur ? '–' : cur.index === 0 ? 'none (Normal)' : fmtThreshold(s, curTh);
+    f('next-name').textContent = next ? 'Next threshold (' + next.level.name + ')' : 'Next threshold';
+    f('next-th').textContent = !cur ? '–' : next ? fmtThreshold(s, nextTh) : 'none above';
 
     const verdict = f('verdict');
-    const over = v !== null && v !== undefined && nextTh !== null && nextTh !== undefined && v > nextTh;
-    verdict.textContent = over ? 'Above ' + next.name + '\u2019s threshold' : '';
+    const over = !missing(v) && next !== null && v > nextTh;
+    verdict.textContent = over ? 'Above ' + next.level.name + '\u2019s threshold' : '';
     verdict.classList.toggle('over', over);
 
     drawSpark(s, f('spark'), curTh, nextTh, f('axis-from'), f('axis-max'));
   }
 
+  // scale is the sparkline's range: 0 to 100 for CPU and memory, else
+  // from the values and thresholds shown, with a margin (percentages end
+  // at 100; custom values may be negative).
+  function scale(s, vals, ths) {
+    if (s.fixedMax) return { lo: 0, hi: s.fixedMax };
+    const all = vals.concat(ths.filter((th) => !missing(th)));
+    let lo = Math.min(0, ...all), hi = Math.max(1, ...all);
+    const margin = (hi - lo) * 0.15;
+    hi += margin;
+    if (lo < 0) lo -= margin;
+    if (s.unit === '%') hi = Math.min(100, hi);
+    return { lo, hi };
+  }
+
   function drawSpark(s, box, curTh, nextTh, axisFrom, axisMax) {
     const pts = model.samples
-      .map((x) => ({ t: Date.parse(x.sampled_at), v: x[s.key] }))
+      .map((x) => ({ t: Date.parse(x.sampled_at), v: s.value(x) }))
       .filter((p) => !Number.isNaN(p.t));
-    const vals = pts.filter((p) => p.v !== null && p.v !== undefined).map((p) => p.v);
-    let max = s.fixedMax;
-    if (!max) {
-      max = Math.max(1, ...vals, curTh || 0, nextTh || 0) * 1.15;
-      max = Math.min(100, max);
-    }
+    const vals = pts.filter((p) => !missing(p.v)).map((p) => p.v);
+    const { lo, hi } = scale(s, vals, [curTh, nextTh]);
     const t0 = pts.length ? pts[0].t : 0;
     const t1 = pts.length ? pts[pts.length - 1].t : 0;
     const x = (t) => (t1 > t0 ? (t - t0) / (t1 - t0) * W : W);
-    const y = (v) => H - Math.min(v, max) / max * H;
+    const y = (v) => H - (Math.min(Math.max(v, lo), hi) - lo) / (hi - lo) * H;
 
     const kids = [svg('rect', { class: 'frame', x: 0, y: 0, width: W, height: H })];
     for (const [th, cls] of [[curTh, 'current'], [nextTh, 'next']]) {
-      if (th !== null && th !== undefined && th <= max) {
+      if (!missing(th) && th >= lo && th <= hi) {
         kids.push(svg('line', { class: 'th ' + cls, x1: 0, x2: W, y1: y(th), y2: y(th) }));
       }
     }
     let d = '', pen = false, last = null;
     for (const p of pts) {
-      if (p.v === null || p.v === undefined) { pen = false; continue; }
+      if (missing(p.v)) { pen = false; continue; }
       d += (pen ? 'L' : 'M') + x(p.t).toFixed(1) + ' ' + y(p.v).toFixed(1);
       pen = true;
       last = p;
@@ -323,16 +422,17 @@
     box.replaceChildren(...kids);
     box.setAttribute('data-points', String(pts.length));
 
-    let label = s.name + ': no samples yet';
+    let label = s.title + ': no samples yet';
     if (vals.length) {
-      label = s.name + ' over the last ' + fmtDuration(t1 - t0) + ': min ' + pct(Math.min(...vals), s.digits) +
-        ', max ' + pct(Math.max(...vals), s.digits) + ', now ' + pct(pts[pts.length - 1].v, s.digits);
+      label = s.title + ' over the last ' + fmtDuration(t1 - t0) + ': min ' + fmtValue(s, Math.min(...vals)) +
+        ', max ' + fmtValue(s, Math.max(...vals)) + ', now ' + fmtValue(s, pts[pts.length - 1].v);
     } else if (pts.length) {
-      label = s.name + ': unavailable over the last ' + fmtDuration(t1 - t0);
+      label = s.title + ': unavailable over the last ' + fmtDuration(t1 - t0);
     }
     box.setAttribute('aria-label', label);
     axisFrom.textContent = pts.length > 1 ? '−' + fmtDuration(t1 - t0) : '';
-    axisMax.textContent = 'scale 0–' + Math.round(max) + '%';
+    const round = (v) => String(Number(v.toPrecision(3)));
+    axisMax.textContent = 'scale ' + round(lo) + '–' + round(hi) + s.unit;
   }
 
   function renderHistory() {

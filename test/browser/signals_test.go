@@ -198,11 +198,8 @@ func TestDashboardSignalCards(t *testing.T) {
 		p.waitFor("latency shows its value, observations and next threshold",
 			field("sig-latency_ms", "value")+` === '812.4ms' && `+field("sig-latency_ms", "detail")+` === '1500 observations in the window' && `+
 				field("sig-latency_ms", "next-th")+` === '> 900ms'`, 3*time.Second)
-		// The controller drops the sources' avg60 on main (controller.apply
-		// sets Recovery on a copy of the sample): "unavailable" until it
-		// keeps it.
 		p.waitFor("CPU pressure shows avg10, avg60 and Moderate's threshold",
-			field("sig-cpu_pressure_percent", "value")+` === '12.5%' && ['avg60 8.4%', 'avg60 unavailable'].includes(`+field("sig-cpu_pressure_percent", "detail")+`) && `+
+			field("sig-cpu_pressure_percent", "value")+` === '12.5%' && 'avg60 8.4%' === `+field("sig-cpu_pressure_percent", "detail")+` && `+
 				field("sig-cpu_pressure_percent", "next-th")+` === '> 20%' && `+field("sig-cpu_pressure_percent", "next-name")+` === 'Next threshold (Moderate)'`, 3*time.Second)
 	})
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
+	"github.com/degraded/degraded/signals"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -285,7 +287,9 @@ func TestOpenAPI(t *testing.T) {
 	c := loadContract(t)
 
 	var badConfig atomic.Bool
-	r := newRig(t, api.Deps{MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
+	pushed := &signals.Pushed{}
+	pushed.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95"})
+	r := newRig(t, api.Deps{Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
 		if badConfig.Load() {
 			return errBadConfig
 		}
@@ -367,6 +371,14 @@ func TestOpenAPI(t *testing.T) {
 		exchange{name: "outcomes without a token", method: "POST", target: "/v1/outcomes", body: `{"success":1}`, want: 401},
 		exchange{name: "outcomes with a wrong token", method: "POST", target: "/v1/outcomes", body: `{"success":1}`, header: []string{"Authorization", "Bearer nope"}, want: 401},
 		exchange{name: "outcomes with the admin token", method: "POST", target: "/v1/outcomes", body: `{"success":1}`, header: admin, want: 202},
+		exchange{name: "push a signal", method: "PUT", target: "/v1/signals/queue_depth", body: `{"value":1234.5}`, header: report, want: 204},
+		exchange{name: "push with the admin token", method: "PUT", target: "/v1/signals/queue_depth", body: `{"value":1}`, header: admin, want: 204},
+		exchange{name: "push without a token", method: "PUT", target: "/v1/signals/queue_depth", body: `{"value":1}`, want: 401},
+		exchange{name: "push an unknown signal", method: "PUT", target: "/v1/signals/nope", body: `{"value":1}`, header: report, want: 404},
+		exchange{name: "push a queried signal", method: "PUT", target: "/v1/signals/p95", body: `{"value":1}`, header: report, want: 409},
+		exchange{name: "push without a value", method: "PUT", target: "/v1/signals/queue_depth", body: `{}`, header: report, want: 400, spec: specRejects},
+		exchange{name: "push text/plain", method: "PUT", target: "/v1/signals/queue_depth", body: `{"value":1}`, header: append([]string{"Content-Type", "text/plain"}, report...), want: 415, spec: specRejects},
+		exchange{name: "push over 64 KiB", method: "PUT", target: "/v1/signals/queue_depth", body: big, header: report, want: 413, spec: specSilent},
 		exchange{name: "outcomes unknown field", method: "POST", target: "/v1/outcomes", body: `{"success":1,"failures":2}`, header: report, want: 400, spec: specRejects},
 		exchange{name: "outcomes negative", method: "POST", target: "/v1/outcomes", body: `{"success":-1}`, header: report, want: 400, spec: specRejects},
 		exchange{name: "outcomes over 1e9", method: "POST", target: "/v1/outcomes", body: `{"failure":1000000001}`, header: report, want: 400, spec: specRejects},
@@ -447,6 +459,7 @@ func TestOpenAPI(t *testing.T) {
 	evil := []string{"Origin", "https://evil.example"}
 	run(
 		exchange{name: "cross-site outcomes", method: "POST", target: "/v1/outcomes", body: `{"success":1}`, header: append(evil, report...), want: 403, spec: specSilent},
+		exchange{name: "cross-site push", method: "PUT", target: "/v1/signals/queue_depth", body: `{"value":1}`, header: append(evil, report...), want: 403, spec: specSilent},
 		exchange{name: "cross-site override", method: "PUT", target: "/v1/override", body: override, header: append(evil, admin...), want: 403, spec: specSilent},
 		exchange{name: "cross-site clear", method: "DELETE", target: "/v1/override", header: append(evil, admin...), want: 403, spec: specSilent},
 		exchange{name: "Origin null reload", method: "POST", target: "/-/reload", header: append([]string{"Origin", "null"}, admin...), want: 403, spec: specSilent},

@@ -1,102 +1,16 @@
 package signals
 
 import (
-	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/degraded/degraded/internal/testprom"
 )
-
-// prometheusPath finds Debian's prometheus binary.
-func prometheusPath(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("prometheus"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/bin/prometheus"); err == nil {
-		return "/usr/bin/prometheus"
-	}
-	t.Skip("the Prometheus query test needs prometheus (Debian: apt-get install prometheus; .ci/run installs it)")
-	return ""
-}
-
-// syncBuffer collects a process's output for failure messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// startPrometheus runs a real Prometheus scraping target every second and
-// returns its base URL and its log. It is killed when the test ends.
-func startPrometheus(t *testing.T, target string) (string, *syncBuffer) {
-	t.Helper()
-	bin := prometheusPath(t)
-	dir := t.TempDir()
-	conf := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: fake
-    static_configs:
-      - targets: [%q]
-`, target)
-	confPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Prometheus cannot inherit a listening socket, so take a free port
-	// and hand its number over.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	cmd := exec.Command(bin,
-		"--config.file="+confPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--log.level=warn",
-	)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	return "http://" + addr, logs
-}
 
 // gauge is a fake exporter: a queue_depth gauge with two shards.
 type gauge struct{ shardA, shardB atomic.Int64 }
@@ -119,7 +33,7 @@ func TestQueryRealPrometheus(t *testing.T) {
 	exporter.shardB.Store(7)
 	target := httptest.NewServer(exporter)
 	t.Cleanup(target.Close)
-	base, logs := startPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+	base, logs := testprom.Start(t, strings.TrimPrefix(target.URL, "http://"))
 
 	query := func(promQL string) *Query {
 		return newTestQuery(t, QueryOptions{URL: base, Query: promQL, Timeout: 2 * time.Second})

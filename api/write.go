@@ -8,17 +8,53 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/errwindow"
 )
 
 // maxCount bounds each count of an outcome report.
 const maxCount = 1_000_000_000
 
+// numLatencyCounts is how many counts "latency_counts" holds: one per
+// bound of errwindow.LatencyBounds.
+const numLatencyCounts = errwindow.NumLatencyBuckets
+
+// latencyRecorder is an Outcomes that also keeps the reports' latency
+// counts (*errwindow.Window); without it, reports are accepted and their
+// latencies ignored.
+type latencyRecorder interface {
+	RecordLatency(now time.Time, success, failure int64, latency [numLatencyCounts]int64)
+}
+
 type outcomesBody struct {
-	Success *int64 `json:"success"`
-	Failure *int64 `json:"failure"`
+	Success       *int64  `json:"success"`
+	Failure       *int64  `json:"failure"`
+	LatencyCounts []int64 `json:"latency_counts"`
+}
+
+// latency checks "latency_counts" against the outcomes it describes:
+// exactly numLatencyCounts counts, each 0..maxCount, summing to at most
+// success+failure. It returns the counts, or the sentence naming what is
+// wrong.
+func (b *outcomesBody) latency(success, failure int64) (counts [numLatencyCounts]int64, msg string) {
+	if len(b.LatencyCounts) != numLatencyCounts {
+		return counts, fmt.Sprintf("latency_counts must have %d counts (was %d)", numLatencyCounts, len(b.LatencyCounts))
+	}
+	var sum int64
+	for i, c := range b.LatencyCounts {
+		if c < 0 || c > maxCount {
+			return counts, fmt.Sprintf("latency_counts[%d] must be an integer 0..%d (was %d)", i, maxCount, c)
+		}
+		counts[i] = c
+		sum += c
+	}
+	if sum > success+failure {
+		return counts, fmt.Sprintf("latency_counts sum %d exceeds success+failure %d", sum, success+failure)
+	}
+	return counts, ""
 }
 
 func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
+	lr, keepsLatency := o.(latencyRecorder)
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b outcomesBody
 		if err := decode(w, r, &b); err != nil {
@@ -39,10 +75,23 @@ func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 				return
 			}
 		}
-		o.Record(time.Now(), s, f)
+		withLatency := b.LatencyCounts != nil
+		var latency [numLatencyCounts]int64
+		if withLatency {
+			var msg string
+			if latency, msg = b.latency(s, f); msg != "" {
+				writeError(w, http.StatusBadRequest, msg)
+				return
+			}
+		}
+		if withLatency && keepsLatency {
+			lr.RecordLatency(time.Now(), s, f, latency)
+		} else {
+			o.Record(time.Now(), s, f)
+		}
 		m.outcomes(s, f)
-		if reported != nil && f > 0 {
-			reported() // a burst of failures may escalate at once
+		if reported != nil && (f > 0 || withLatency && s+f > 0) {
+			reported() // a burst of failures or slow requests may escalate at once
 		}
 		writeJSON(w, http.StatusAccepted, map[string]int64{"accepted": s + f})
 	}

@@ -116,9 +116,13 @@ type Client struct {
 	running atomic.Bool
 
 	success, failure atomic.Int64 // recorded, not yet taken by a flush
-	pending          counts       // taken but not yet accepted; owned by the flusher
-	refusals         refusals     // owned by the flusher
-	contactLog       contactLog   // owned by Run's follow loop
+	// observed are Observe's counts by outcome (0 failure, 1 success) and
+	// latency bucket, not yet taken by a flush: one counter per pair, so
+	// that an outcome and its latency are always taken together.
+	observed   [2][numLatencyBuckets]atomic.Int64
+	pending    counts     // taken but not yet accepted; owned by the flusher
+	refusals   refusals   // owned by the flusher
+	contactLog contactLog // owned by Run's follow loop
 }
 
 // New returns a client of the daemon at baseURL (e.g.

@@ -5,9 +5,10 @@
 // Create a Client with New, keep it current with Run, and ask Allow and
 // Feature on the hot path; both read an immutable snapshot behind an
 // atomic pointer, never lock and never allocate. Record counts outcomes
-// towards the daemon's error rate and Run flushes them in batches. The
-// Middleware does both for an http.Handler, and Do picks a degraded
-// fallback for a single operation.
+// towards the daemon's error rate, Observe counts an outcome with its
+// latency, and Run flushes them in batches. The Middleware sheds and
+// observes for an http.Handler, and Do picks a degraded fallback for a
+// single operation.
 //
 //	c, err := client.New("http://127.0.0.1:8470", client.WithToken(reportToken))
 //	if err != nil { ... }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -13,50 +14,86 @@ import (
 // 0..PriorityCritical. Set such a header only at a trusted edge: a caller
 // that can set it can exempt itself from shedding.
 func PriorityFromHeader(name string, fallback int) func(*http.Request) int {
+	key := http.CanonicalHeaderKey(name) // once, not per request
 	return func(r *http.Request) int {
-		v := r.Header.Get(name)
-		if v == "" {
+		vs := r.Header[key]
+		if len(vs) == 0 || vs[0] == "" {
 			return fallback
 		}
-		p, err := strconv.ParseInt(v, 10, 64)
+		p, err := strconv.Atoi(vs[0]) // Atoi has a fast path for short numbers
 		if err != nil {
 			return fallback
 		}
-		return int(min(max(p, 0), PriorityCritical))
+		return min(max(p, 0), PriorityCritical)
 	}
 }
 
 // Middleware sheds what the current level does not admit and reports the
-// rest to the daemon's error rate. A request whose priority is not
-// admitted is answered 503 with Retry-After (whole seconds until the level
-// could drop, at least 1) and X-Degraded-Level, without reaching next and
-// without being recorded: shed load must never feed the error rate that
-// caused the shedding. An admitted request is recorded as a failure if next
-// answers >= 500 or panics (the panic continues up the stack), else as a
-// success.
+// rest to the daemon's error rate and latency. A request whose priority is
+// not admitted is answered 503 with Retry-After (whole seconds until the
+// level could drop, at least 1) and X-Degraded-Level, without reaching
+// next and without being recorded: shed load must never feed the error
+// rate that caused the shedding. An admitted request is timed and
+// observed (Client.Observe) as a failure if next answers >= 500 or panics
+// (the panic continues up the stack), else as a success; its latency is
+// the time next took to return.
+//
+// The ResponseWriter next receives passes Flush through and unwraps
+// (http.ResponseController reaches Hijack, deadlines and the rest). It is
+// reused by later requests once next returns, so next must not use it
+// after returning, as net/http already requires. An admitted request
+// costs no allocation.
 func Middleware(c *Client, priority func(*http.Request) int) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v := c.view.Load()
-			if max(priority(r), 0) < v.threshold {
-				h := w.Header()
-				h.Set("Retry-After", strconv.Itoa(retryAfter(v.recoveryAt, time.Now())))
-				h.Set("X-Degraded-Level", v.level)
-				http.Error(w, "shed: the service is degraded, retry later", http.StatusServiceUnavailable)
-				return
-			}
-			sw := &statusWriter{ResponseWriter: w}
-			ok := false
-			defer func() {
-				if !ok {
-					c.Record(false) // next panicked; let the panic go on
-				}
-			}()
-			next.ServeHTTP(sw, r)
-			ok = true
-			c.Record(sw.status < 500)
-		})
+		m := &middleware{c: c, priority: priority, next: next, epoch: time.Now()}
+		m.writers.New = func() any { return new(statusWriter) }
+		return m
 	}
+}
+
+// middleware is the handler Middleware returns.
+type middleware struct {
+	c        *Client
+	priority func(*http.Request) int
+	next     http.Handler
+	writers  sync.Pool // of *statusWriter, so that serving allocates nothing
+	// epoch is the origin of the monotonic times the requests are timed
+	// with: time.Since(epoch) reads only the monotonic clock, where
+	// time.Now would read the wall clock too.
+	epoch time.Time
+}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v := m.c.view.Load()
+	if max(m.priority(r), 0) < v.threshold {
+		shed(w, v)
+		return
+	}
+	sw := m.writers.Get().(*statusWriter)
+	sw.ResponseWriter = w
+	start := time.Since(m.epoch)
+	defer m.done(sw, start)
+	m.next.ServeHTTP(sw, r)
+	sw.returned = true
+}
+
+// done observes a request that next served, or panicked in (the panic
+// goes on; its writer is not reused, since the handler's goroutines may
+// still hold it).
+func (m *middleware) done(sw *statusWriter, start time.Duration) {
+	m.c.Observe(sw.returned && sw.status < 500, time.Since(m.epoch)-start)
+	if sw.returned {
+		*sw = statusWriter{}
+		m.writers.Put(sw)
+	}
+}
+
+// shed answers a request the level does not admit.
+func shed(w http.ResponseWriter, v *view) {
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(retryAfter(v.recoveryAt, time.Now())))
+	h.Set("X-Degraded-Level", v.level)
+	http.Error(w, "shed: the service is degraded, retry later", http.StatusServiceUnavailable)
 }
 
 // retryAfter is max(1, ceil(at - now)) in whole seconds; 1 without at.
@@ -67,10 +104,12 @@ func retryAfter(at *time.Time, now time.Time) int {
 	return max(1, int(math.Ceil(at.Sub(now).Seconds())))
 }
 
-// statusWriter remembers the status a handler answered with.
+// statusWriter remembers the status a handler answered with, and whether
+// the handler returned (false: it panicked).
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status   int
+	returned bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {

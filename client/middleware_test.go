@@ -73,7 +73,7 @@ func TestMiddleware(t *testing.T) {
 	if ra := w.Header().Get("Retry-After"); ra != "43" && ra != "42" {
 		t.Errorf("Retry-After %q, want the 43s until earliest_recovery_at", ra)
 	}
-	if s, f := c.success.Load(), c.failure.Load(); s != 0 || f != 0 {
+	if s, f, _ := counted(c); s != 0 || f != 0 {
 		t.Fatalf("a shed request was recorded: %d successes %d failures", s, f)
 	}
 
@@ -93,9 +93,22 @@ func TestMiddleware(t *testing.T) {
 		}()
 		serve("/panic", "")
 	}()
-	if s, f := c.success.Load(), c.failure.Load(); s != 4 || f != 2 {
-		t.Errorf("recorded %d successes %d failures, want 4 (200, 200, 418, 200) and 2 (502, panic)", s, f)
+	if s, f, l := counted(c); s != 4 || f != 2 || l[0] != 6 {
+		t.Errorf("recorded %d successes %d failures, latencies %v; want 4 (200, 200, 418, 200) and 2 (502, panic), all 6 in the <= 1ms bucket", s, f, l)
 	}
+}
+
+// counted sums what c counted and no flush took yet: the outcomes of
+// Record and Observe, and Observe's latencies by bucket.
+func counted(c *Client) (success, failure int64, latency [numLatencyBuckets]int64) {
+	success, failure = c.success.Load(), c.failure.Load()
+	for i := range latency {
+		f, s := c.observed[0][i].Load(), c.observed[1][i].Load()
+		failure += f
+		success += s
+		latency[i] = f + s
+	}
+	return success, failure, latency
 }
 
 func TestMiddlewareRetryAfterIsAtLeastOne(t *testing.T) {

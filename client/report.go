@@ -3,28 +3,101 @@ package client
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"time"
 )
 
 // maxRetained bounds the counts kept across failed flushes: the daemon
 // accepts at most this many of each per report. Beyond it the oldest
-// counts are scaled down, keeping the failure ratio.
+// counts are scaled down, keeping the failure ratio and the latency
+// distribution.
 const maxRetained = 1_000_000_000
 
+// numLatencyBuckets is how many latency counts a report carries.
+const numLatencyBuckets = 14
+
+// latencyUpper are the finite upper bounds of LatencyBounds; a latency
+// above the last one falls in the +Inf bucket.
+var latencyUpper = [numLatencyBuckets - 1]time.Duration{
+	1 * time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
+	1 * time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second,
+}
+
+// LatencyBounds returns the upper bounds, in milliseconds, of the latency
+// buckets Observe counts into and the daemon keeps: 1, 2, 5, 10, 20, 50,
+// 100, 200, 500, 1000, 2000, 5000, 10000 and +Inf. A latency falls in the
+// first bucket whose bound it does not exceed. They are fixed by the
+// daemon's protocol ("latency_counts" of POST /v1/outcomes).
+func LatencyBounds() [numLatencyBuckets]float64 {
+	var b [numLatencyBuckets]float64
+	for i, d := range latencyUpper {
+		b[i] = float64(d) / float64(time.Millisecond)
+	}
+	b[numLatencyBuckets-1] = math.Inf(1)
+	return b
+}
+
+// latencyBucket returns the index of the bucket holding d.
+func latencyBucket(d time.Duration) int {
+	for i, b := range latencyUpper {
+		if d <= b {
+			return i
+		}
+	}
+	return numLatencyBuckets - 1
+}
+
 // counts are outcomes taken from the counters but not yet accepted.
-type counts struct{ success, failure int64 }
+type counts struct {
+	success, failure int64
+	latency          [numLatencyBuckets]int64
+}
 
 // Record counts the outcome of one unit of work towards the daemon's error
 // rate. It is two atomic adds at most: it never blocks, allocates or does
 // I/O, whether or not the daemon is up. Run flushes the counts every
-// report interval. Do not record requests that were shed.
+// report interval. Do not record requests that were shed. Prefer Observe
+// when the duration is known.
 func (c *Client) Record(success bool) {
 	if success {
 		c.success.Add(1)
 	} else {
 		c.failure.Add(1)
 	}
+}
+
+// Observe is Record plus the latency histogram: it counts the outcome and
+// d, how long the unit of work took, in the bucket of LatencyBounds that
+// holds it (a negative d counts as 0). It is one atomic add on a fixed
+// counter: it never blocks, allocates or does I/O. Middleware calls it
+// for every request it serves.
+//
+// Run sends the latency counts only to a daemon whose state shows
+// signals.status.latency, that is one that keeps them; to an older daemon
+// (or before the first state arrives) it sends the outcomes alone and
+// drops the latencies at each flush, so upgrading the client before the
+// daemon loses no report and keeps no growing backlog. Do not observe
+// requests that were shed.
+func (c *Client) Observe(success bool, d time.Duration) {
+	ok := 0
+	if success {
+		ok = 1
+	}
+	c.observed[ok][latencyBucket(d)].Add(1)
+}
+
+// keepsLatency reports whether the last state came from a daemon that
+// publishes the latency signal, and so accepts "latency_counts".
+func (c *Client) keepsLatency() bool {
+	st := c.view.Load().state
+	if st == nil {
+		return false
+	}
+	_, ok := st.Signals.Status["latency"]
+	return ok
 }
 
 // flush sends what was recorded since the last accepted flush. On a
@@ -34,8 +107,23 @@ func (c *Client) Record(success bool) {
 // one flush runs at a time: the reporter loop, then Run's final flush.
 func (c *Client) flush(ctx context.Context) error {
 	p := &c.pending
+	var latency [numLatencyBuckets]int64
+	for i := range latency {
+		f, s := c.observed[0][i].Swap(0), c.observed[1][i].Swap(0)
+		p.failure += f
+		p.success += s
+		latency[i] = f + s
+	}
 	p.success += c.success.Swap(0)
 	p.failure += c.failure.Swap(0)
+	withLatency := c.keepsLatency()
+	if withLatency {
+		for i, n := range latency {
+			p.latency[i] += n
+		}
+	} else {
+		p.latency = [numLatencyBuckets]int64{}
+	}
 	if p.success == 0 && p.failure == 0 {
 		return nil
 	}
@@ -43,8 +131,16 @@ func (c *Client) flush(ctx context.Context) error {
 		scale := float64(maxRetained) / float64(total)
 		p.success = int64(float64(p.success) * scale)
 		p.failure = int64(float64(p.failure) * scale)
+		for i, n := range p.latency {
+			p.latency[i] = int64(float64(n) * scale)
+		}
+		p.latency = fitLatency(p.latency, p.success+p.failure)
 	}
-	_, err := c.Report(ctx, p.success, p.failure)
+	var send *[numLatencyBuckets]int64
+	if withLatency && p.latency != ([numLatencyBuckets]int64{}) {
+		send = &p.latency
+	}
+	err := c.report(ctx, p.success, p.failure, send)
 	var ae *APIError
 	if err == nil || errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
 		ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests {
@@ -54,4 +150,38 @@ func (c *Client) flush(ctx context.Context) error {
 		*p = counts{}
 	}
 	return err
+}
+
+// fitLatency lowers the latency counts, the fastest buckets first, until
+// they sum to at most total: the daemon refuses more latencies than
+// outcomes, and scaling the two down rounds each on its own.
+func fitLatency(latency [numLatencyBuckets]int64, total int64) [numLatencyBuckets]int64 {
+	var sum int64
+	for _, n := range latency {
+		sum += n
+	}
+	over := max(sum-total, 0)
+	for i, n := range latency {
+		cut := min(n, over)
+		latency[i] -= cut
+		over -= cut
+	}
+	return latency
+}
+
+// latencyReport is the body of POST /v1/outcomes with latency counts.
+type latencyReport struct {
+	Success       int64                    `json:"success"`
+	Failure       int64                    `json:"failure"`
+	LatencyCounts [numLatencyBuckets]int64 `json:"latency_counts"`
+}
+
+// report is Report, with the latency counts when latency is not nil.
+func (c *Client) report(ctx context.Context, success, failure int64, latency *[numLatencyBuckets]int64) error {
+	if latency == nil {
+		_, err := c.Report(ctx, success, failure)
+		return err
+	}
+	body := latencyReport{Success: success, Failure: failure, LatencyCounts: *latency}
+	return c.call(ctx, http.MethodPost, "/v1/outcomes", body, nil)
 }

@@ -40,10 +40,12 @@ const (
 	fakeMaxWait   = 60 * time.Second // the daemon's default long-poll bound
 )
 
-// window sums the outcomes the fake daemon accepted, forever.
+// window sums the outcomes and latency counts the fake daemon accepted,
+// forever.
 type window struct {
 	mu                sync.Mutex
 	success, failures int64
+	latency           [numLatencyBuckets]int64
 }
 
 func (w *window) Record(_ time.Time, s, f int64) {
@@ -57,6 +59,12 @@ func (w *window) Totals(time.Time) (int64, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.success + w.failures, w.failures
+}
+
+func (w *window) latencies() [numLatencyBuckets]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.latency
 }
 
 // daemon is the fake daemon served over an in-memory network (net.Pipe),
@@ -74,6 +82,11 @@ type daemon struct {
 	srv     *http.Server
 	streams []time.Time // when each stream request arrived
 	wrap    func(http.Handler) http.Handler
+	// keepsLatency makes the daemon one that publishes the latency signal
+	// (signals.status.latency) and accepts "latency_counts"; without it,
+	// it refuses them as an unknown field, like a daemon from before the
+	// latency signal.
+	keepsLatency bool
 }
 
 func newDaemon(t testing.TB) *daemon {
@@ -130,7 +143,11 @@ func (d *daemon) override(level string) {
 func (d *daemon) current() (State, <-chan struct{}) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.state, d.changed
+	st := d.state
+	if d.keepsLatency {
+		st.Signals.Status = map[string]string{"latency": "off"}
+	}
+	return st, d.changed
 }
 
 // sequence is the daemon's current sequence number.
@@ -209,14 +226,39 @@ func (d *daemon) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// outcomes adds the reported counts to the window.
+// outcomes adds the reported counts to the window. It checks
+// "latency_counts" as the daemon does, or refuses it as an unknown field
+// unless keepsLatency.
 func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
-	var body struct{ Success, Failure int64 }
+	var body struct {
+		Success, Failure int64
+		LatencyCounts    []int64 `json:"latency_counts"`
+	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Success < 0 || body.Failure < 0 {
 		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"success\": N, \"failure\": N}"})
 		return
 	}
+	d.mu.Lock()
+	keepsLatency := d.keepsLatency
+	d.mu.Unlock()
+	var sum int64
+	for _, n := range body.LatencyCounts {
+		sum += n
+	}
+	switch {
+	case body.LatencyCounts != nil && !keepsLatency:
+		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": `unknown field "latency_counts"`})
+		return
+	case body.LatencyCounts != nil && (len(body.LatencyCounts) != numLatencyBuckets || sum > body.Success+body.Failure):
+		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("latency_counts: %d counts summing to %d", len(body.LatencyCounts), sum)})
+		return
+	}
 	d.win.Record(time.Now(), body.Success, body.Failure)
+	d.win.mu.Lock()
+	for i, n := range body.LatencyCounts {
+		d.win.latency[i] += n
+	}
+	d.win.mu.Unlock()
 	writeFakeJSON(w, http.StatusAccepted, map[string]int64{"accepted": body.Success + body.Failure})
 }
 

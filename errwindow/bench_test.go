@@ -26,6 +26,27 @@ func BenchmarkRecordParallel(b *testing.B) {
 	})
 }
 
+// benchLatency is a report of 100 requests spread over the latency buckets.
+var benchLatency = lat(2, 10, 3, 40, 4, 30, 5, 15, 6, 4, 8, 1)
+
+func BenchmarkRecordLatency(b *testing.B) {
+	w := mustNew(b, benchOpts)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.RecordLatency(t0, 99, 1, benchLatency)
+	}
+}
+
+func BenchmarkRecordLatencyParallel(b *testing.B) {
+	w := mustNew(b, benchOpts)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			w.RecordLatency(t0, 99, 1, benchLatency)
+		}
+	})
+}
+
 // BenchmarkRecordRolling moves the clock 1µs per record through 1ms
 // buckets, so one record in a thousand rolls a bucket over.
 func BenchmarkRecordRolling(b *testing.B) {
@@ -47,6 +68,18 @@ func BenchmarkTotals(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w.Totals(now)
+	}
+}
+
+func BenchmarkQuantile(b *testing.B) {
+	w := mustNew(b, benchOpts)
+	for i := range 6 {
+		w.RecordLatency(t0.Add(time.Duration(i)*10*time.Second), 99, 1, benchLatency)
+	}
+	now := t0.Add(55 * time.Second)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Quantile(now, 0.99)
 	}
 }
 

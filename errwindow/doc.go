@@ -1,5 +1,6 @@
-// Package errwindow counts successes and failures over a rolling time window
-// so the controller can compute the error_rate signal.
+// Package errwindow counts successes, failures and latencies over a rolling
+// time window so the controller can compute the error_rate and latency
+// signals.
 //
 // A [Window] is error_rate_window_buckets buckets of
 // error_rate_window / buckets each. [Window.Totals] sums the bucket holding
@@ -7,14 +8,17 @@
 // the window sat idle. Memory is fixed at construction; one mutex guards the
 // ring, and [Window.Record] holds it for a few instructions and never
 // allocates, so many goroutines (the POST /v1/outcomes handler and in-process
-// callers) may record at once.
+// callers) may record at once. Each bucket also keeps the reports'
+// latency counts, in the fixed buckets of [LatencyBounds];
+// [Window.RecordLatency] adds them and [Window.Quantile] interpolates a
+// quantile from them.
 //
-// Both methods take the time as an argument and never read the clock: the
+// Every method takes the time as an argument and never reads the clock: the
 // caller owns time, and tests pass fixed times.
 //
-// It is not a rate limiter, a histogram or a metrics exporter, and it does not
-// decide anything: turning totals into a percentage, applying min_throughput
-// and comparing with thresholds belong to the controller and the levels
-// package. It is also not shared between processes; the cluster-mode window
+// It is not a rate limiter, a general histogram or a metrics exporter, and
+// it does not decide anything: turning totals into a percentage, applying
+// min_throughput and comparing with thresholds belong to the controller and
+// the levels package. It is also not shared between processes; the cluster-mode window
 // lives in Redis.
 package errwindow

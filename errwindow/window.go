@@ -26,16 +26,16 @@ type Options struct {
 	Buckets int
 }
 
-// Window is a rolling count of successes and failures: a fixed ring of
+// Window is a rolling count of successes, failures and latencies: a fixed ring of
 // buckets, each Options.Window/Options.Buckets wide. Bucket k holds the
 // records whose time t satisfies k == t.UnixNano() / width, so bucket edges
 // are fixed in time (aligned to the Unix epoch), not to when the Window was
 // made. [Window.Totals] sums the bucket holding now and the Buckets-1 before
 // it; anything older is gone for good.
 //
-// Record and Totals may be called from any number of goroutines at once.
-// One mutex guards the ring; Record holds it for a few instructions and
-// does not allocate.
+// Every method may be called from any number of goroutines at once.
+// One mutex guards the ring; Record and RecordLatency hold it for a few
+// instructions and do not allocate.
 //
 // Times before 1970 are ignored: Record drops them and Totals reports zero
 // for them. Counts are int64 and are not checked for overflow.
@@ -54,6 +54,7 @@ type Window struct {
 type bucket struct {
 	tag              int64
 	success, failure int64
+	latency          [NumLatencyBuckets]int64
 }
 
 // New returns an empty Window for o. It returns an error naming the option
@@ -91,10 +92,30 @@ func (w *Window) tag(t time.Time) int64 {
 //
 // Record is safe for concurrent use and does not allocate.
 func (w *Window) Record(now time.Time, success, failure int64) {
-	success = max(success, 0)
-	failure = max(failure, 0)
+	w.add(now, max(success, 0), max(failure, 0), nil)
+}
+
+// RecordLatency is Record plus the report's latency counts: latency[i] is
+// how many of the requests took at most LatencyBounds()[i] ms (and more
+// than the bound before it). The outcomes and the latencies land in the
+// same bucket under one lock, so a late record is dropped or kept whole,
+// exactly as Record's. A negative count is ignored (treated as zero). The
+// Window does not check that the latency counts sum to at most
+// success+failure; POST /v1/outcomes refuses reports that do not.
+//
+// RecordLatency is safe for concurrent use and does not allocate.
+func (w *Window) RecordLatency(now time.Time, success, failure int64, latency [NumLatencyBuckets]int64) {
+	for i, n := range latency {
+		latency[i] = max(n, 0)
+	}
+	w.add(now, max(success, 0), max(failure, 0), &latency)
+}
+
+// add records non-negative counts into the bucket holding now; latency
+// may be nil.
+func (w *Window) add(now time.Time, success, failure int64, latency *[NumLatencyBuckets]int64) {
 	tag := w.tag(now)
-	if (success == 0 && failure == 0) || tag == 0 {
+	if tag == 0 || success == 0 && failure == 0 && (latency == nil || *latency == [NumLatencyBuckets]int64{}) {
 		return
 	}
 	w.mu.Lock()
@@ -108,6 +129,11 @@ func (w *Window) Record(now time.Time, success, failure int64) {
 	}
 	b.success += success
 	b.failure += failure
+	if latency != nil {
+		for i, n := range latency {
+			b.latency[i] += n
+		}
+	}
 }
 
 // Totals returns the number of attempts (successes plus failures) and
@@ -126,11 +152,30 @@ func (w *Window) Totals(now time.Time) (attempts, failures int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	oldest := max(tag-int64(len(w.ring)), 0) // tags <= oldest are outside the window
-	for _, b := range w.ring {
-		if b.tag > oldest && b.tag <= tag {
+	for i := range w.ring {
+		if b := &w.ring[i]; b.tag > oldest && b.tag <= tag {
 			attempts += b.success + b.failure
 			failures += b.failure
 		}
 	}
 	return attempts, failures
+}
+
+// latencies returns the latency counts of the buckets Totals(now) sums.
+func (w *Window) latencies(now time.Time) (counts [NumLatencyBuckets]int64) {
+	tag := w.tag(now)
+	if tag == 0 {
+		return counts
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	oldest := max(tag-int64(len(w.ring)), 0)
+	for i := range w.ring {
+		if b := &w.ring[i]; b.tag > oldest && b.tag <= tag {
+			for j, n := range b.latency {
+				counts[j] += n
+			}
+		}
+	}
+	return counts
 }

@@ -349,61 +349,127 @@ func TestConcurrentLapsNeverMix(t *testing.T) {
 // slot (bucket number mod Buckets) with a later bucket; Totals(now) sums the
 // kept records whose bucket is in (now-Buckets, now] and is the latest kept
 // bucket of its slot. With a clock that only moves forwards this is simply
-// "every record in the last Buckets buckets".
+// "every record in the last Buckets buckets". Quantile(now) counts the
+// latencies of the same records, and its value lies inside the latency
+// bucket that holds the quantile's rank.
 func FuzzWindow(f *testing.F) {
-	f.Add(uint8(5), []byte{0, 1, 0, 4, 0, 1, 4, 2, 3, 0x80, 1, 1, 0xf0, 9, 0xff})
-	f.Add(uint8(0), []byte{1, 1, 1, 4, 1, 1, 0xfc, 0, 1})
-	f.Add(uint8(7), []byte{0x80, 5, 5, 0x81, 5, 5, 0x7f, 0x7f, 0x7f})
+	f.Add(uint8(5), []byte{0, 1, 0, 0, 4, 0, 1, 0x31, 4, 2, 3, 0x7d, 0x80, 1, 1, 0, 0xf0, 9, 0xff, 0x5a})
+	f.Add(uint8(0), []byte{1, 1, 1, 0x45, 4, 1, 1, 0x1d, 0xfc, 0, 1, 0x7f})
+	f.Add(uint8(7), []byte{0x80, 5, 5, 0x8b, 0x81, 5, 5, 0x70, 0x7f, 0x7f, 0x7f, 0x7f})
 	f.Fuzz(func(t *testing.T, nb uint8, ops []byte) {
 		n := int64(nb%8) + 1
 		const width = 10 * time.Millisecond
 		w := mustNew(t, Options{Window: time.Duration(n) * width, Buckets: int(n)})
 
-		type rec struct{ bucket, success, failure int64 }
+		type rec struct {
+			bucket, success, failure int64
+			latency                  [NumLatencyBuckets]int64
+		}
 		var kept []rec
 		latest := map[int64]int64{} // slot -> latest kept bucket
-		model := func(now int64) (attempts, failures int64) {
+		model := func(now int64) (attempts, failures int64, latency [NumLatencyBuckets]int64) {
 			for _, r := range kept {
 				if r.bucket > now-n && r.bucket <= now && r.bucket == latest[r.bucket%n] {
 					attempts += r.success + r.failure
 					failures += r.failure
+					for i, c := range r.latency {
+						latency[i] += c
+					}
 				}
 			}
-			return attempts, failures
+			return attempts, failures, latency
 		}
 
 		// The clock is in quarter buckets from t0; -128 jumps far ahead.
+		// The fourth byte of an op adds int8(l)/14 latencies (none if 0 or
+		// negative) to latency bucket l%14; an op whose fourth byte is 0
+		// calls Record.
 		quarter := int64(width / 4)
 		clock := int64(1000 * 4)
 		bucketAt := func(q int64) int64 { return (t0.UnixNano() + q*quarter) / int64(width) }
-		ops = ops[:min(len(ops), 3*200)]
-		for len(ops) >= 3 {
-			d, s, fl := int8(ops[0]), int64(int8(ops[1])), int64(int8(ops[2]))
-			ops = ops[3:]
+		ops = ops[:min(len(ops), 4*200)]
+		for len(ops) >= 4 {
+			d, s, fl, l := int8(ops[0]), int64(int8(ops[1])), int64(int8(ops[2])), ops[3]
+			ops = ops[4:]
 			if d == -128 {
 				clock += 4 * 1000 * n
 			} else {
 				clock = max(clock+int64(d), 0)
 			}
 			now := t0.Add(time.Duration(clock * quarter))
-			w.Record(now, s, fl)
-			if s, fl := max(s, 0), max(fl, 0); s+fl > 0 {
+			var latency [NumLatencyBuckets]int64
+			latency[l%NumLatencyBuckets] = int64(int8(l)) / NumLatencyBuckets
+			if l == 0 {
+				w.Record(now, s, fl)
+			} else {
+				w.RecordLatency(now, s, fl, latency)
+			}
+			lc := max(latency[l%NumLatencyBuckets], 0)
+			latency[l%NumLatencyBuckets] = lc
+			if s, fl := max(s, 0), max(fl, 0); s+fl+lc > 0 {
 				b := bucketAt(clock)
 				if l, ok := latest[b%n]; !ok || l <= b {
 					latest[b%n] = b
-					kept = append(kept, rec{b, s, fl})
+					kept = append(kept, rec{b, s, fl, latency})
 				}
 			}
 			for _, q := range []int64{clock, clock + 4*n - 1, max(clock-5, 0)} {
 				a, f := w.Totals(t0.Add(time.Duration(q * quarter)))
-				wa, wf := model(bucketAt(q))
+				wa, wf, wl := model(bucketAt(q))
 				if f > a || f < 0 {
 					t.Fatalf("Totals(t0+%dq) = %d, %d: failures outside 0..attempts", q, a, f)
 				}
 				if a != wa || f != wf {
 					t.Fatalf("Totals(t0+%dq) = %d, %d; model says %d, %d", q, a, f, wa, wf)
 				}
+				checkQuantile(t, w, t0.Add(time.Duration(q*quarter)), wl)
 			}
 		}
 	})
+}
+
+// checkQuantile checks Quantile at now against the model's latency counts:
+// the same number of observations, and for a few q a value inside the
+// bucket that holds rank q*n, never decreasing with q.
+func checkQuantile(t *testing.T, w *Window, now time.Time, model [NumLatencyBuckets]int64) {
+	t.Helper()
+	var n int64
+	for _, c := range model {
+		n += c
+	}
+	bounds := LatencyBounds()
+	prev := 0.0
+	for _, q := range []float64{0, 0.5, 0.9, 0.99, 1} {
+		ms, got := w.Quantile(now, q)
+		if got != n {
+			t.Fatalf("Quantile(%v) observations %d; model says %d", q, got, n)
+		}
+		if n == 0 {
+			if ms != 0 {
+				t.Fatalf("Quantile(%v) = %v ms with no observations, want 0", q, ms)
+			}
+			continue
+		}
+		if ms < prev {
+			t.Fatalf("Quantile(%v) = %v ms < %v ms of a lower q", q, ms, prev)
+		}
+		prev = ms
+		// The rank's bucket: the first non-empty one whose cumulative
+		// count reaches q*n.
+		var cum int64
+		for i, c := range model {
+			cum += c
+			if c == 0 || float64(cum) < q*float64(n) {
+				continue
+			}
+			lower, upper := 0.0, min(bounds[i], 10000)
+			if i > 0 {
+				lower = bounds[i-1]
+			}
+			if ms < lower || ms > upper {
+				t.Fatalf("Quantile(%v) = %v ms outside its bucket [%v, %v] (counts %v)", q, ms, lower, upper, model)
+			}
+			break
+		}
+	}
 }

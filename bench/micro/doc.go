@@ -1,8 +1,9 @@
 // Package micro holds the per-request micro-benchmarks of bench/run.sh:
 // the admission check (client.Allow against aegis BBR, a failsafe-go
-// bulkhead and a gobreaker two-step breaker) and outcome recording
-// (errwindow.Window.Record against a Prometheus counter and a bare atomic
-// add). It has no code of its own, only
+// bulkhead and a gobreaker two-step breaker), outcome recording
+// (errwindow.Window.Record and RecordLatency against a Prometheus counter
+// and a bare atomic add), client.Observe, and the middleware against the
+// bare handler. It has no code of its own, only
 // benchmarks; run them with
 //
 //	go test -run '^$' -bench . -benchmem ./micro

@@ -10,7 +10,8 @@ import (
 )
 
 // Recording one outcome: the daemon's errwindow.Window (a mutex-guarded
-// ring) against a Prometheus counter and the floor, a bare atomic add.
+// ring; RecordLatency adds a report's 14 latency counts) against a
+// Prometheus counter and the floor, a bare atomic add.
 // client.Record (what a service calls per request; the daemon's window is
 // fed by its batched reports) is shown too.
 
@@ -31,6 +32,15 @@ func recorders() []recorder {
 				b.Fatal(err)
 			}
 			return func() { w.Record(now, 1, 0) }
+		}},
+		{"errwindow.RecordLatency", func(b *testing.B) func() {
+			w, err := errwindow.New(errwindow.Options{Window: time.Minute, Buckets: 6})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var latency [errwindow.NumLatencyBuckets]int64
+			latency[6] = 1
+			return func() { w.RecordLatency(now, 1, 0, latency) }
 		}},
 		{"prometheus.Counter.Add", func(b *testing.B) func() {
 			c := prometheus.NewCounter(prometheus.CounterOpts{Name: "bench_outcomes_total", Help: "bench"})

@@ -393,6 +393,9 @@ func TestOpenAPI(t *testing.T) {
 		exchange{name: "outcomes text/plain", method: "POST", target: "/v1/outcomes", body: `{"success":1}`, header: append([]string{"Content-Type", "text/plain"}, report...), want: 415, spec: specRejects},
 		exchange{name: "outcomes over 64 KiB", method: "POST", target: "/v1/outcomes", body: big, header: report, want: 413, spec: specSilent},
 		exchange{name: "outcomes", method: "POST", target: "/v1/outcomes", body: `{"success":85,"failure":15}`, header: report, want: 202},
+		exchange{name: "outcomes with latencies", method: "POST", target: "/v1/outcomes", body: `{"success":10,"latency_counts":[0,0,0,0,0,0,5,5,0,0,0,0,0,0]}`, header: report, want: 202},
+		exchange{name: "outcomes with 3 latency counts", method: "POST", target: "/v1/outcomes", body: `{"success":10,"latency_counts":[1,2,3]}`, header: report, want: 400, spec: specRejects},
+		exchange{name: "outcomes with more latencies than outcomes", method: "POST", target: "/v1/outcomes", body: `{"success":1,"latency_counts":[0,0,0,0,0,0,5,5,0,0,0,0,0,0]}`, header: report, want: 400, spec: specSilent},
 	)
 	check() // 15% errors: Major, threshold 50
 

@@ -53,7 +53,7 @@ func (r *report) writeScale(b *strings.Builder) {
 	p("%.1f MiB, plus %d more subscribers at the last step's %.2f KiB each: %.1f + %d × %.2f KiB =\n",
 		top.Daemon.RSS/(1<<20), projected-top.Subscribers, marginal/1024, top.Daemon.RSS/(1<<20), projected-top.Subscribers, marginal/1024)
 	p("**%.0f MiB** of RSS, against the 1 GiB target. The kernel's socket memory is not in RSS: see\n", rss/(1<<20))
-	p("docs/performance.md's hand-written scale notes for it and for the limits an operator sets.\n")
+	p("\"Scale: 100,000 subscribers\" in the findings for it and for the limits an operator sets.\n")
 
 	perTop := top.perSubKiB(s.Before)
 	r.verdicts = append(r.verdicts, verdict{

@@ -67,13 +67,17 @@ func chunk(p []byte) []byte {
 
 // adopt hijacks a plain HTTP/1.1 stream, writes its head, `retry: 2000` and
 // the current state, and hands it to the hub. It returns false, having
-// touched nothing, when the stream cannot be hijacked (HTTP/2, TLS,
-// HTTP/1.0, a ResponseWriter without Hijack, a platform without the socket
-// calls), so that the caller serves it itself. Once it returns true the
+// touched nothing, when the stream cannot be hijacked or is not on TCP
+// (HTTP/2, TLS, HTTP/1.0, a ResponseWriter without Hijack, an in-memory
+// listener, a platform without the socket calls), so that the caller
+// serves it itself. Once it returns true the
 // stream's counts are the hub's to release.
 func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 	if !socketsSupported || r.TLS != nil || r.ProtoMajor != 1 || r.ProtoMinor != 1 {
 		return false
+	}
+	if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); !tcp {
+		return false // an in-memory network, a Unix socket: no TCP socket to serve
 	}
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -82,8 +86,8 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 	s := h.s
 	sock, err := newSocket(conn)
 	if err != nil {
-		// Not a TCP connection (a test's pipe, a wrapped listener): it
-		// cannot be served here any more, nor handed back.
+		// A listener that wraps TCP connections in a type of its own: the
+		// stream cannot be served here any more, nor handed back.
 		s.Logger.Warn("SSE stream closed: not a TCP connection", "err", err, "remote_addr", r.RemoteAddr)
 		h.drop(&hubConn{conn: conn}, dropWriteError)
 		return true

@@ -76,7 +76,14 @@ func newRig(t testing.TB, d Deps) *rig {
 	r.tokens.Store(&Tokens{})
 	d.Controller, d.Outcomes, d.Gatherer, d.Metrics = c, r.win, r.reg, m
 	d.Tokens = func() Tokens { return *r.tokens.Load() }
-	r.h = NewServer(d)
+	s := newServer(d)
+	t.Cleanup(s.hub.wait) // after the shutdown below: the hub's goroutine has ended
+	if d.Shutdown == nil {
+		shutdown := make(chan struct{})
+		s.Shutdown = shutdown
+		t.Cleanup(func() { close(shutdown) })
+	}
+	r.h = s.routes()
 	return r
 }
 

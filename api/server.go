@@ -90,10 +90,18 @@ type server struct {
 	streams     atomic.Int64                 // SSE streams and waiting long-polls
 	lastLevel   atomic.Pointer[encodedLevel] // shared encoding of the latest level event
 	refusals    refusals
+	hub         hub // the hijacked streams
 }
 
-// NewServer returns the daemon's HTTP handler.
+// NewServer returns the daemon's HTTP handler. Plain HTTP/1.1 event streams
+// are served by one goroutine of the handler's own, started with the first
+// stream; it ends, closing them, when Shutdown closes.
 func NewServer(d Deps) http.Handler {
+	return newServer(d).routes()
+}
+
+// newServer applies the defaults NewServer documents.
+func newServer(d Deps) *server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -117,5 +125,6 @@ func NewServer(d Deps) http.Handler {
 		d.Gatherer = prometheus.NewRegistry()
 	}
 	s := &server{Deps: d}
-	return s.routes()
+	s.hub.s = s
+	return s
 }

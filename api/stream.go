@@ -25,9 +25,11 @@ var dropReasons = []string{dropWriteTimeout, dropWriteError, dropLimit, dropShut
 
 // handleStream serves the level as Server-Sent Events: the current state on
 // connect, then one event per change, a ping every heartbeat and, with
-// ?samples=1, the signals after every health check. Each subscriber reads
-// the latest snapshot when woken, so a slow one skips intermediate states
-// and holds no queue; one whose write blocks for WriteTimeout is dropped.
+// ?samples=1, the signals after every health check. A plain HTTP/1.1
+// stream is hijacked and handed to the hub (hub.go); what cannot be
+// hijacked (HTTP/2, TLS) keeps a goroutine here. Either way a slow
+// subscriber skips intermediate states and holds no queue, and one that
+// stops reading for WriteTimeout is dropped.
 func (s *server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if n := s.subscribers.Add(1); s.MaxSubscribers > 0 && n > int64(s.MaxSubscribers) {
@@ -36,20 +38,29 @@ func (s *server) handleStream() http.HandlerFunc {
 			refuseStream(w, fmt.Sprintf("subscriber limit of %d reached", s.MaxSubscribers))
 			return
 		}
-		defer s.subscribers.Add(-1)
 		if !s.acquireStream() {
+			s.subscribers.Add(-1)
 			s.Metrics.sseDropped(dropLimit)
 			refuseStream(w, s.streamLimitMessage())
 			return
 		}
-		defer s.streams.Add(-1)
 		s.Metrics.subscribed(1)
-		defer s.Metrics.subscribed(-1)
+		if s.hub.adopt(w, r) {
+			return // the hub now owns the stream and releases its counts
+		}
+		defer s.release()
 		if reason := s.stream(w, r); reason != "" {
 			s.Metrics.sseDropped(reason)
 			s.Logger.Debug("SSE subscriber dropped", "reason", reason, "remote_addr", r.RemoteAddr)
 		}
 	}
+}
+
+// release gives back the counts a stream took when it was admitted.
+func (s *server) release() {
+	s.subscribers.Add(-1)
+	s.streams.Add(-1)
+	s.Metrics.subscribed(-1)
 }
 
 // stream writes events until the subscriber leaves (""), or the stream
@@ -160,17 +171,25 @@ type encodedLevel struct {
 // shared: a change reaching 10,000 streams is one JSON encoding, not
 // 10,000.
 func (s *server) writeLevel(w io.Writer, st *controller.State) error {
-	if c := s.lastLevel.Load(); c != nil && c.st == st {
-		_, err := w.Write(c.event)
+	ev, err := s.levelEvent(st)
+	if err != nil {
 		return err
+	}
+	_, err = w.Write(ev)
+	return err
+}
+
+// levelEvent is the shared encoding of the level event for st.
+func (s *server) levelEvent(st *controller.State) ([]byte, error) {
+	if c := s.lastLevel.Load(); c != nil && c.st == st {
+		return c.event, nil
 	}
 	var b bytes.Buffer
 	if err := encodeEvent(&b, "level", st.Sequence, st); err != nil {
-		return err
+		return nil, err
 	}
 	s.lastLevel.Store(&encodedLevel{st: st, event: b.Bytes()})
-	_, err := w.Write(b.Bytes())
-	return err
+	return b.Bytes(), nil
 }
 
 // writeEvent writes one SSE event; JSON holds no newlines, so data is one line.

@@ -192,17 +192,31 @@ func TestStreamSubscribersUnboundedByDefault(t *testing.T) {
 	}
 }
 
-// TestStreamEndsWithServer checks that cancelling the server's base context,
-// as a shutdown does, ends open streams.
+// TestStreamEndsWithServer: a stream that cannot be hijacked (HTTP/2 over
+// TLS) keeps its goroutine handler, which ends with the server's base
+// context, as a shutdown does.
 func TestStreamEndsWithServer(t *testing.T) {
 	r := newRig(t, Deps{})
 	base, stop := context.WithCancel(context.Background())
 	srv := httptest.NewUnstartedServer(r.h)
+	srv.EnableHTTP2 = true
 	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
-	srv.Start()
+	srv.StartTLS()
 	defer srv.Close()
-	ch, _ := subscribe(t, context.Background(), srv.URL+"/v1/level/stream")
+	resp, err := srv.Client().Get(srv.URL + "/v1/level/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
+		t.Fatalf("%s %d, want an HTTP/2 stream", resp.Proto, resp.StatusCode)
+	}
+	ch := make(chan sseEvent, 64)
+	go readEvents(bufio.NewReader(resp.Body), ch)
 	next(t, ch, isLevel)
+	if got := gaugeValue(t, r, "degraded_sse_subscribers"); got != 1 {
+		t.Errorf("degraded_sse_subscribers = %v, want 1", got)
+	}
 	stop()
 	timeout := time.After(10 * time.Second)
 	for {

@@ -19,11 +19,11 @@ results="${RESULTS:-$here/results}"
 [ "$QUICK" = 1 ] && results="${RESULTS:-$here/results/quick}"
 if [ "$QUICK" = 1 ]; then
   count=1 benchtime=1x subscribers=200 changes=3 wrk_runs=1 wrk_duration=1s
-  reaction_trials=3 idle_duration=3s idle_warmup=1s proto_changes=3
+  reaction_trials=3 idle_duration=3s idle_warmup=1s scale_sizes=100,300 scale_changes=3
   out="$results/performance-quick.md"
 else
   count=5 benchtime=300ms subscribers=10000 changes=40 wrk_runs=5 wrk_duration=10s
-  reaction_trials=60 idle_duration=60s idle_warmup=5s proto_changes=20
+  reaction_trials=60 idle_duration=60s idle_warmup=5s scale_sizes=1000,10000,top scale_changes=20
   out="$root/docs/performance.md"
 fi
 
@@ -51,6 +51,12 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((subscribers + 1000
   echo "run.sh: open-file limit $(ulimit -n) is below $((subscribers + 1000)); raise the hard limit (ulimit -Hn)" >&2
   exit 1
 fi
+
+# The scale step goes as near the daemon's file limit as it can: the
+# daemon caps streams at the limit - 96 (max_connections - 32), and keeps a
+# few descriptors for itself and the measurement's requests.
+if [ "$(ulimit -n)" = unlimited ]; then top=19800; else top=$(($(ulimit -n) - 200)); fi
+scale_sizes="${scale_sizes/top/$top}"
 
 rm -rf "$results"
 mkdir -p "$results/bin"
@@ -83,8 +89,7 @@ cmds=(
   "degbench http -binary degraded -runs $wrk_runs -duration $wrk_duration -threads 2 -connections 64"
   "degbench reaction -binary degraded -trials $reaction_trials -interval 100ms"
   "degbench idle -binary degraded -subscribers 100 -duration $idle_duration"
-  "degbench profile-fanout -subscribers $subscribers -changes $proto_changes"
-  "degbench profile-fanout -subscribers $subscribers -changes $proto_changes -proto"
+  "degbench scale -binary degraded -sizes $scale_sizes -changes $scale_changes"
 )
 printf '%s\n' "(cd bench && ${cmds[0]})" "${cmds[@]:1}" >"$results/commands.txt"
 
@@ -107,12 +112,9 @@ step "idle cost"
 timeout 600 "$bin/degbench" idle -binary "$bin/degraded" -subscribers 100 -duration "$idle_duration" \
   -warmup "$idle_warmup" -out "$results/idle.json"
 
-step "before/after: the daemon's SSE handler vs the prototype of the proposed fix"
-timeout 600 "$bin/degbench" profile-fanout -subscribers "$subscribers" -changes "$proto_changes" \
-  -dir "$results" -out "$results/proto-before.json"
-mkdir -p "$results/proto"
-timeout 600 "$bin/degbench" profile-fanout -subscribers "$subscribers" -changes "$proto_changes" -proto \
-  -dir "$results/proto" -out "$results/proto-after.json"
+step "scale: SSE subscribers $scale_sizes"
+timeout 900 "$bin/degbench" scale -binary "$bin/degraded" -sizes "$scale_sizes" -changes "$scale_changes" \
+  -out "$results/scale.json"
 
 step "report"
 "$bin/degbench" report -results "$results" -findings "$here/findings.md" -out "$out"

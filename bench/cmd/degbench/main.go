@@ -2,6 +2,7 @@
 // against a real degraded binary on loopback, and writes the report:
 //
 //	degbench fanout   -binary B -redis-server R  10,000 SSE vs Redis pub/sub subscribers
+//	degbench scale    -binary B -sizes 1000,10000,19800  SSE subscribers up to the file limit
 //	degbench http     -binary B -wrk W           wrk on the daemon vs a bare net/http server
 //	degbench reaction -binary B                  failing outcomes posted -> SSE level event
 //	degbench idle     -binary B                  CPU and RSS with 100 subscribers, default config
@@ -24,6 +25,7 @@ import (
 func main() {
 	cmds := map[string]func([]string) error{
 		"fanout":         fanoutCmd,
+		"scale":          scaleCmd,
 		"http":           httpCmd,
 		"bare":           bareCmd,
 		"subscribers":    subscribersCmd,
@@ -34,7 +36,7 @@ func main() {
 		"report":         reportCmd,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: degbench fanout|http|reaction|idle|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|report [flags]")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

@@ -13,7 +13,6 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/degraded/degraded/bench/proto/ssehub"
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
 	wiring "github.com/degraded/degraded/internal/daemon"
@@ -31,7 +30,6 @@ func profileFanoutCmd(args []string) error {
 	changes := fs.Int("changes", 20, "override changes")
 	dir := fs.String("dir", ".", "where to write heap.pprof and cpu.pprof")
 	memory := fs.Bool("memory-state", false, "no file store")
-	proto := fs.Bool("proto", false, "serve /v1/level/stream with the prototype hub (bench/proto/ssehub)")
 	out := fs.String("out", "", "result file (JSON); empty: none")
 	_ = fs.Parse(args)
 
@@ -62,14 +60,6 @@ func profileFanoutCmd(args []string) error {
 		return err
 	}
 	handler := d.Handler()
-	if *proto {
-		hub := ssehub.New(ctrl, 15*time.Second)
-		go func() { _ = hub.Run(ctx) }()
-		mux := http.NewServeMux()
-		mux.Handle("GET /v1/level/stream", hub)
-		mux.Handle("/", handler)
-		handler = mux
-	}
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -100,8 +90,8 @@ func profileFanoutCmd(args []string) error {
 		*n, float64(m1.HeapInuse-m0.HeapInuse)/float64(*n), float64(m1.StackInuse-m0.StackInuse)/float64(*n), runtime.NumGoroutine())
 	rss0 := rssBefore
 	rss1, _ := procRSS(os.Getpid())
-	res := protoResult{
-		Proto: *proto, Subscribers: *n, Changes: *changes,
+	res := profileResult{
+		Subscribers: *n, Changes: *changes,
 		RSSPerSubscriber:   (rss1 - rss0) / float64(*n),
 		HeapPerSubscriber:  float64(m1.HeapInuse-m0.HeapInuse) / float64(*n),
 		StackPerSubscriber: float64(m1.StackInuse-m0.StackInuse) / float64(*n),
@@ -150,9 +140,8 @@ func profileFanoutCmd(args []string) error {
 	return nil
 }
 
-// protoResult is what profile-fanout writes with -out.
-type protoResult struct {
-	Proto                                                   bool
+// profileResult is what profile-fanout writes with -out.
+type profileResult struct {
 	Subscribers, Changes                                    int
 	RSSPerSubscriber, HeapPerSubscriber, StackPerSubscriber float64
 	LastMs                                                  []float64

@@ -64,15 +64,3 @@ func freePort() (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
-
-// subscriberOptions keeps go-redis's per-connection buffers at 4 KiB
-// (like the SSE subscribers' read buffer) so 10,000 of them fit easily.
-func subscriberOptions(addr string) *redis.Options {
-	return &redis.Options{
-		Addr:            addr,
-		ReadBufferSize:  4096,
-		WriteBufferSize: 4096,
-		DialTimeout:     30 * time.Second,
-		PoolSize:        4,
-	}
-}

@@ -2,10 +2,11 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,14 +15,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// The fan-out subscribers run in child processes, one per system, each
-// holding its 10,000 connections (a process's file limit here is 20,000,
-// and one process would need both sets). The parent drives them over
-// stdin/stdout:
+// The fan-out subscribers run in child processes (`degbench subscribers`),
+// one per system or per step, each holding at most its share of the
+// connections (a process's file limit here is 20,000): raw non-blocking
+// sockets read by one epoll loop per core (epoll.go), so that the measuring
+// side stays cheap. The parent drives them over stdin/stdout:
 //
 //	parent -> child   "expect KEY\n"                  before making change KEY
 //	child -> parent   "KEY FIRST MEDIAN LAST MISSED\n" once every subscriber
@@ -81,52 +81,60 @@ func subscribersCmd(args []string) error {
 	n := fs.Int("n", 10000, "subscribers")
 	_ = fs.Parse(args)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var cur atomic.Pointer[round]
-	deliver := func(i int, key uint64, at int64) {
-		if r := cur.Load(); r != nil && r.key == key {
-			r.arrived(i, at)
+	var addr netip.AddrPort
+	var hello []byte
+	var err error
+	switch *kind {
+	case "sse":
+		u, perr := url.Parse(*target)
+		if perr != nil {
+			return perr
 		}
-	}
-	var closers []io.Closer
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 100) // connections being opened at once
-	errs := make(chan error, *n)
-	var rdb *redis.Client
-	if *kind == "redis" {
-		rdb = redis.NewClient(subscriberOptions(*target))
-		defer rdb.Close()
-	}
-	for i := range *n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			c, err := subscribe(ctx, *kind, *target, rdb, *channel, func(key uint64, at int64) { deliver(i, key, at) })
-			if err != nil {
-				errs <- fmt.Errorf("subscriber %d: %w", i, err)
-				return
-			}
-			mu.Lock()
-			closers = append(closers, c)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	defer func() {
-		for _, c := range closers {
-			c.Close()
-		}
-	}()
-	select {
-	case err := <-errs:
-		return err
+		addr, err = netip.ParseAddrPort(u.Host)
+		hello = fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", u.RequestURI(), u.Host)
+	case "redis":
+		addr, err = netip.ParseAddrPort(*target)
+		hello = fmt.Appendf(nil, "SUBSCRIBE %s\r\n", *channel)
 	default:
+		return fmt.Errorf("unknown kind %q", *kind)
 	}
+	if err != nil {
+		return err
+	}
+	var cur atomic.Pointer[round]
+	failed := make(chan error, 1)
+	e, err := newEpollSubs(*kind,
+		func(i int, key uint64, at int64) {
+			if r := cur.Load(); r != nil && r.key == key {
+				r.arrived(i, at)
+			}
+		},
+		func(i int, err error) {
+			select {
+			case failed <- fmt.Errorf("subscriber %d: %w", i, err):
+			default:
+			}
+		})
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	for i := range *n {
+		s, err := e.dial(i, addr, hello)
+		if err != nil {
+			return fmt.Errorf("subscriber %d: %w", i, err)
+		}
+		e.subs = append(e.subs, s)
+	}
+	e.start()
 	fmt.Println("ready")
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		select {
+		case err := <-failed:
+			return err
+		default:
+		}
 		keyText, ok := strings.CutPrefix(sc.Text(), "expect ")
 		if !ok {
 			return fmt.Errorf("unknown command %q", sc.Text())
@@ -141,44 +149,6 @@ func subscribersCmd(args []string) error {
 		fmt.Println(r.summary(30 * time.Second))
 	}
 	return sc.Err()
-}
-
-// subscribe opens one subscription whose reader calls got for each event
-// or message.
-func subscribe(ctx context.Context, kind, target string, rdb *redis.Client, channel string, got func(key uint64, at int64)) (io.Closer, error) {
-	switch kind {
-	case "sse":
-		c, err := dialSSE(ctx, target)
-		if err != nil {
-			return nil, err
-		}
-		go c.follow(func(ev sseEvent) {
-			if ev.Event == "level" {
-				got(ev.ID, ev.At)
-			}
-		})
-		return c, nil
-	case "redis":
-		ps := rdb.Subscribe(ctx, channel)
-		if _, err := ps.Receive(ctx); err != nil {
-			ps.Close()
-			return nil, err
-		}
-		go func() {
-			for {
-				m, err := ps.ReceiveMessage(ctx)
-				if err != nil {
-					return
-				}
-				at := now()
-				key, _, _ := strings.Cut(m.Payload, "\n")
-				k, _ := strconv.ParseUint(key, 10, 64)
-				got(k, at)
-			}
-		}()
-		return ps, nil
-	}
-	return nil, fmt.Errorf("unknown kind %q", kind)
 }
 
 // subscriberProcess is the parent's handle on a `degbench subscribers`.

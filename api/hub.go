@@ -1,0 +1,174 @@
+package api
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// hub serves the hijacked HTTP/1.1 event streams (finding F3 in
+// bench/findings.md). A stream it holds costs no goroutine, no net/http
+// buffer and no request: only its socket and a hubConn. One goroutine, run,
+// started with the first stream, waits for changes, samples and ticks,
+// encodes each event once, and writes the same bytes to every stream from
+// GOMAXPROCS writers joined before the next event. Writes never block: what
+// the socket does not take waits in hubConn.pending, which is a tail of the
+// shared event and never more than one event; a stream that has unsent
+// bytes (pending, or in its 16 KiB kernel send buffer) for WriteTimeout is
+// dropped. run ends when Deps.Shutdown closes, closing every stream, or
+// when no stream is left.
+type hub struct {
+	s *server
+
+	mu      sync.Mutex
+	conns   []*hubConn
+	running bool          // run is started and has not decided to end
+	done    chan struct{} // closed when the latest run ends
+	closed  bool          // Shutdown was seen: no stream is adopted any more
+}
+
+// hubConn is one hijacked stream. Only the hub's goroutines touch it after
+// adopt, one at a time.
+type hubConn struct {
+	conn    net.Conn // closing it frees the connection's limit slot
+	sock    socket
+	samples bool      // ?samples=1
+	seq     uint64    // sequence of the last level event sent or pending
+	pending []byte    // unsent tail of an event frame
+	stuck   time.Time // since when it has had unsent bytes; zero if none
+	ended   bool      // the hub must drop it, for reason
+	reason  string
+}
+
+const (
+	sendBuffer = 16 << 10 // SO_SNDBUF of a hijacked stream (DESIGN.md "Stuck subscribers")
+	perWriter  = 256      // streams below which one more writer goroutine is not worth it
+)
+
+// streamHead is the response head net/http would write for the stream,
+// with Connection: close: the stream is never followed by another request.
+const streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n" +
+	"X-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\nConnection: close\r\nDate: "
+
+// pingFrame is ": ping" in one chunk.
+var pingFrame = chunk([]byte(": ping\n\n"))
+
+// chunk frames p as one chunk of a chunked body, as net/http's flush does.
+func chunk(p []byte) []byte {
+	b := make([]byte, 0, len(p)+12)
+	b = strconv.AppendInt(b, int64(len(p)), 16)
+	b = append(b, "\r\n"...)
+	b = append(b, p...)
+	return append(b, "\r\n"...)
+}
+
+// adopt hijacks a plain HTTP/1.1 stream, writes its head, `retry: 2000` and
+// the current state, and hands it to the hub. It returns false, having
+// touched nothing, when the stream cannot be hijacked or is not on TCP
+// (HTTP/2, TLS, HTTP/1.0, a ResponseWriter without Hijack, an in-memory
+// listener, a platform without the socket calls), so that the caller
+// serves it itself. Once it returns true the
+// stream's counts are the hub's to release.
+func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
+	if !socketsSupported || r.TLS != nil || r.ProtoMajor != 1 || r.ProtoMinor != 1 {
+		return false
+	}
+	if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); !tcp {
+		return false // an in-memory network, a Unix socket: no TCP socket to serve
+	}
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	s := h.s
+	sock, err := newSocket(conn)
+	if err != nil {
+		// A listener that wraps TCP connections in a type of its own: the
+		// stream cannot be served here any more, nor handed back.
+		s.Logger.Warn("SSE stream closed: not a TCP connection", "err", err, "remote_addr", r.RemoteAddr)
+		h.drop(&hubConn{conn: conn}, dropWriteError)
+		return true
+	}
+	// net/http's read and write deadlines stay on a hijacked connection.
+	_ = conn.SetDeadline(time.Time{})
+	_ = sock.setSendBuffer(sendBuffer)
+	c := &hubConn{conn: conn, sock: sock, samples: r.URL.Query().Get("samples") == "1"}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || isClosed(s.Shutdown) {
+		h.closed = true
+		h.drop(c, dropShutdown)
+		return true
+	}
+	st := s.Controller.State()
+	ev, err := s.levelEvent(st)
+	if err != nil {
+		h.drop(c, dropWriteError)
+		return true
+	}
+	var b bytes.Buffer
+	b.WriteString(streamHead)
+	b.WriteString(time.Now().UTC().Format(http.TimeFormat))
+	b.WriteString("\r\n\r\n")
+	b.Write(chunk([]byte("retry: 2000\n\n")))
+	b.Write(chunk(ev))
+	c.seq = st.Sequence
+	if reason := c.send(b.Bytes()); reason != "" {
+		h.drop(c, reason)
+		return true
+	}
+	h.conns = append(h.conns, c)
+	if !h.running {
+		h.running = true
+		h.done = make(chan struct{})
+		go h.run(h.done)
+	}
+	return true
+}
+
+// send writes p, or keeps what the socket does not take as pending. It
+// returns why the stream must end, if it must.
+func (c *hubConn) send(p []byte) (dropped string) {
+	n, err := c.sock.write(p)
+	if err != nil {
+		return dropWriteError
+	}
+	if n < len(p) {
+		c.pending = p[n:]
+	}
+	return ""
+}
+
+// drop closes c and releases its counts; reason "" is a subscriber that
+// left, which sse_dropped_total does not count.
+func (h *hub) drop(c *hubConn, reason string) {
+	s := h.s
+	_ = c.conn.Close()
+	s.release()
+	if reason != "" {
+		s.Metrics.sseDropped(reason)
+		s.Logger.Debug("SSE subscriber dropped", "reason", reason, "remote_addr", c.conn.RemoteAddr().String())
+	}
+}
+
+// wait returns once the latest run has ended (at once if none started).
+func (h *hub) wait() {
+	h.mu.Lock()
+	done := h.done
+	h.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// checkEvery is how often every stream is checked for a departed peer and
+// for unsent bytes, even when nothing is sent: a quarter of WriteTimeout,
+// at most a heartbeat, so that degraded_sse_subscribers lags by less than
+// a heartbeat and a stuck stream goes within 1.5 x WriteTimeout.
+func (h *hub) checkEvery() time.Duration {
+	return min(h.s.Heartbeat, max(h.s.WriteTimeout/4, time.Millisecond))
+}

@@ -35,7 +35,7 @@ signals: {cpu: {source: off}, memory: {source: off}}
 auth: {token: "`+adminToken+`"}
 `, daemon.Options{})
 	r.Controller().Check(context.Background()) // ready at once: the first health check has run
-	return r.Server
+	return r.Server.Server
 }
 
 // app is the service behind nginx: it answers 200 and counts what reached it.

@@ -18,6 +18,7 @@ import (
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/client"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/internal/daemon/daemontest"
 	"github.com/degraded/degraded/levels"
 )
 
@@ -44,7 +45,7 @@ func (w *cliWindow) Totals(time.Time) (int64, int64) {
 type cliDaemon struct {
 	ctl  *controller.Controller
 	win  *cliWindow
-	srv  *httptest.Server
+	srv  *daemontest.Server
 	url  string
 	env  []string
 	down atomic.Bool // drop every connection, as a dead daemon would
@@ -65,8 +66,10 @@ func newCLIDaemon(t *testing.T) *cliDaemon {
 		t.Fatal(err)
 	}
 	tokens := func() api.Tokens { return api.Tokens{Admin: "adm"} }
-	h := api.NewServer(api.Deps{Controller: d.ctl, Outcomes: d.win, Tokens: tokens})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	shutdown := make(chan struct{})
+	t.Cleanup(func() { close(shutdown) }) // ends the event streams
+	h := api.NewServer(api.Deps{Controller: d.ctl, Outcomes: d.win, Tokens: tokens, Shutdown: shutdown})
+	srv := daemontest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.down.Load() {
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 				conn.Close()
@@ -75,7 +78,6 @@ func newCLIDaemon(t *testing.T) *cliDaemon {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
 	d.srv, d.url = srv, srv.URL
 	d.env = []string{"DEGRADED_ADDR=" + srv.URL, "DEGRADED_TOKEN=adm"}
 	return d
@@ -242,7 +244,7 @@ func TestWatch(t *testing.T) {
 
 	// The daemon goes away: watch says so, with the time, once.
 	d.down.Store(true)
-	d.srv.CloseClientConnections()
+	d.srv.CutConnections() // the hub hijacked the stream: httptest no longer sees it
 	waitOutput(t, &out, "--     lost contact with degraded")
 	if _, err := d.ctl.SetOverride(controller.OverrideRequest{Level: "Minor", Mode: controller.ModePin, TTL: time.Minute, Reason: "INC-8"}); err != nil {
 		t.Fatal(err)

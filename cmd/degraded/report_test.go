@@ -31,7 +31,7 @@ func TestReportSignal(t *testing.T) {
 	ctl.Check(context.Background())
 	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctl, Outcomes: &cliWindow{}, Pusher: pushed, Reported: ctl.Reported,
 		Tokens: func() api.Tokens { return api.Tokens{Admin: "adm", Report: "rep"} }}))
-	defer srv.Close()
+	defer srv.Close() // report makes no stream: no hub to stop
 	env := []string{"DEGRADED_ADDR=" + srv.URL, "DEGRADED_TOKEN=wrong", "DEGRADED_REPORT_TOKEN=rep"}
 
 	code, out, errOut := runCLI(t, env, "report", "--signal", "queue_depth=1234")

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -53,7 +52,7 @@ var _ controller.Sampler = (*wave)(nil)
 
 // daemon is the real API and controller, in-process, on a loopback server.
 type daemon struct {
-	srv  *httptest.Server
+	srv  *daemontest.Server
 	ctrl *controller.Controller
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/internal/daemon/daemontest"
 	"github.com/degraded/degraded/levels"
 	"github.com/degraded/degraded/signals"
 )
@@ -118,23 +118,24 @@ func startCustomDaemon(t *testing.T) *customDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.NewServer(api.Deps{
+	shutdown := make(chan struct{})
+	srv := daemontest.NewServer(t, api.NewServer(api.Deps{
 		Controller: ctrl,
 		Outcomes:   window,
 		Reported:   ctrl.Reported,
 		Pusher:     d.pushed,
 		Heartbeat:  time.Second,
+		Shutdown:   shutdown,
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
 	t.Cleanup(func() {
+		close(shutdown) // ends the event streams
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("controller: %v", err)
 		}
-		srv.CloseClientConnections() // event streams still open
-		srv.Close()
 	})
 	d.daemon = daemon{srv: srv, ctrl: ctrl}
 	return d

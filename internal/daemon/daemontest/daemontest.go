@@ -2,7 +2,6 @@ package daemontest
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,7 +15,7 @@ type Rig struct {
 	// Daemon is the daemon; its Controller and Window are there to drive.
 	*daemon.Daemon
 	// Server serves the daemon's API on a loopback address.
-	Server *httptest.Server
+	Server *Server
 	// URL is Server's base URL.
 	URL string
 }
@@ -54,17 +53,15 @@ func New(t testing.TB, yaml string, o daemon.Options) *daemon.Daemon {
 func Start(t testing.TB, yaml string, o daemon.Options) *Rig {
 	t.Helper()
 	d := New(t, yaml, o)
-	srv := httptest.NewServer(d.Handler())
+	srv := NewServer(t, d.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	t.Cleanup(func() {
-		cancel()
+		cancel() // ends the event streams
 		if err := <-done; err != nil {
 			t.Errorf("daemon: %v", err)
 		}
-		srv.CloseClientConnections() // event streams still open
-		srv.Close()
 	})
 	return &Rig{Daemon: d, Server: srv, URL: srv.URL}
 }

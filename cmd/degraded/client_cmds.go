@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -215,23 +217,52 @@ func printStatus(w io.Writer, doc statusDoc, table []client.Level, now time.Time
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "Signal\tnow\t%s\n", heading)
 	sig := st.Signals
-	row := func(name, key string, v *float64, limit func(client.Level) *float64, extra string) {
+	row := func(name, key string, v *float64, limit func(client.Level) *float64, format func(*float64) string, extra string) {
 		th := "-"
 		if next != nil {
 			if p := limit(*next); p != nil {
-				th = "> " + percent(p)
+				th = "> " + format(p)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\n", name, signalNow(v, doc.Signals.Status[key], table, limit), th, extra)
+		now := signalNow(v, doc.Signals.Status[key], table, limit)
+		if v != nil {
+			now = format(v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\n", name, now, th, extra)
 	}
 	attempts, failures := sig.WindowAttempts, sig.WindowFailures
 	if rep := doc.Reports; rep != nil && rep.WindowAttempts != nil && rep.WindowFailures != nil {
 		attempts, failures = *rep.WindowAttempts, *rep.WindowFailures // live, not as of the last check
 	}
-	row("cpu", "cpu", sig.CPUPercent, func(l client.Level) *float64 { return l.CPUPercent }, "")
-	row("memory", "memory", sig.MemoryPercent, func(l client.Level) *float64 { return l.MemoryPercent }, "")
-	row("error rate", "error_rate", sig.ErrorRatePercent, func(l client.Level) *float64 { return l.ErrorRatePercent },
+	configured := func(key string) bool { s := doc.Signals.Status[key]; return s != "" && s != "off" }
+	row("cpu", "cpu", sig.CPUPercent, func(l client.Level) *float64 { return l.CPUPercent }, percent, "")
+	row("memory", "memory", sig.MemoryPercent, func(l client.Level) *float64 { return l.MemoryPercent }, percent, "")
+	row("error rate", "error_rate", sig.ErrorRatePercent, func(l client.Level) *float64 { return l.ErrorRatePercent }, percent,
 		fmt.Sprintf(" (%d attempts, %d failures in the window)", attempts, failures))
+	if configured("latency") {
+		row("latency", "latency", sig.LatencyMS, func(l client.Level) *float64 { return l.LatencyMS }, millis,
+			fmt.Sprintf(" (%d in the window)", sig.LatencyObservations))
+	}
+	for _, p := range []struct {
+		name      string
+		v, avg60  *float64
+		threshold func(client.Level) *float64
+	}{
+		{"cpu_pressure", sig.CPUPressurePercent, sig.CPUPressureAvg60Percent, func(l client.Level) *float64 { return l.CPUPressurePercent }},
+		{"memory_pressure", sig.MemoryPressurePercent, sig.MemoryPressureAvg60Percent, func(l client.Level) *float64 { return l.MemoryPressurePercent }},
+		{"io_pressure", sig.IOPressurePercent, sig.IOPressureAvg60Percent, func(l client.Level) *float64 { return l.IOPressurePercent }},
+	} {
+		if configured(p.name) {
+			extra := ""
+			if p.avg60 != nil {
+				extra = " (avg60 " + percent(p.avg60) + ")"
+			}
+			row(strings.ReplaceAll(p.name, "_", " "), p.name, p.v, p.threshold, percent, extra)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(sig.Custom)) {
+		row(name, name, sig.Custom[name], func(l client.Level) *float64 { return l.Custom[name] }, number, "")
+	}
 	tw.Flush()
 	if sig.SampledAt != nil {
 		fmt.Fprintf(w, "Sampled %s (%s)\n", stamp(*sig.SampledAt), ago(now, *sig.SampledAt))
@@ -257,6 +288,10 @@ func signalNow(v *float64, state string, table []client.Level, limit func(client
 }
 
 func percent(p *float64) string { return fmt.Sprintf("%.2f%%", *p) }
+
+func millis(p *float64) string { return fmt.Sprintf("%.0fms", *p) }
+
+func number(p *float64) string { return fmt.Sprintf("%g", *p) }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,9 @@ func TestReportSignal(t *testing.T) {
 	}
 	if st := ctl.State(); st.Level != "Major" {
 		t.Fatalf("after pushing 1234 over a threshold of 1000: %s, want Major at once", st.Level)
+	}
+	if code, out, _ := runCLI(t, env, "status"); code != 0 || !regexp.MustCompile(`queue_depth\s+1234\s`).MatchString(out) {
+		t.Errorf("status shows no queue_depth row with its value:\n%s", out)
 	}
 	for _, tt := range []struct {
 		args []string

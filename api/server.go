@@ -109,7 +109,7 @@ func newServer(d Deps) *server {
 		d.Heartbeat = 15 * time.Second
 	}
 	if d.MaxStreams > 0 && d.MaxSubscribers > d.MaxStreams {
-		d.Logger.Warn("sse.max_subscribers lowered to the stream cap, max_connections - 32", "max_subscribers", d.MaxSubscribers, "lowered_to", d.MaxStreams)
+		d.Logger.Info("sse.max_subscribers lowered to the stream cap, max_connections - 32", "max_subscribers", d.MaxSubscribers, "lowered_to", d.MaxStreams)
 		d.MaxSubscribers = d.MaxStreams
 	}
 	if d.WriteTimeout <= 0 {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -86,6 +87,7 @@ func sampleWindow(o Options, since, now time.Time, sample levels.Sample) levels.
 		if !o.Table.Uses(sig) && sig.Builtin() {
 			sample.States[sig] = levels.Off
 			delete(sample.Values, sig)
+			delete(sample.Recovery, sig)
 		}
 	}
 	return sample
@@ -122,12 +124,36 @@ func (c *Controller) apply(sample levels.Sample, readings []levels.Reading) (fai
 			sample.Values[r.Signal] = r.Value
 		}
 		if r.State == levels.Failed {
-			c.log.Warn("sample failed", "signal", r.Signal.String(), "err", r.Err)
 			failed = append(failed, r.Signal.String())
 		}
+		c.logFailure(r)
 	}
 	slices.Sort(failed)
 	return failed
+}
+
+// logFailure logs a signal that starts failing (or fails for another
+// reason) at WARN, and its return at INFO: once per change, not once per
+// health check. Every failed sample is still counted
+// (sample_errors_total) and shown in signals.status.
+func (c *Controller) logFailure(r levels.Reading) {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	if c.failing == nil {
+		c.failing = map[levels.Signal]string{}
+	}
+	was, failing := c.failing[r.Signal]
+	switch {
+	case r.State == levels.Failed:
+		msg := fmt.Sprint(r.Err)
+		if !failing || msg != was {
+			c.log.Warn("sample failed", "signal", r.Signal.String(), "err", msg)
+		}
+		c.failing[r.Signal] = msg
+	case failing:
+		c.log.Info("sample recovered", "signal", r.Signal.String(), "state", r.State.String())
+		delete(c.failing, r.Signal)
+	}
 }
 
 // announce notifies observers and subscribers and saves the state after a

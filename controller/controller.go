@@ -142,6 +142,9 @@ type Controller struct {
 	evalMu sync.Mutex // one evaluation (Check, Reconfigure) at a time; taken before saveMu and mu
 	saveMu sync.Mutex // serialises Store.Save; taken before mu, never inside it
 	obsMu  sync.Mutex // orders Observer.Published calls: the last one sees the latest state
+	logMu  sync.Mutex // guards failing
+
+	failing map[levels.Signal]string // signals failing now, with their error, for logFailure
 
 	mu       sync.Mutex // guards everything below
 	opts     Options

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,5 +64,28 @@ func TestFailedSampleIsUnavailableNotZero(t *testing.T) {
 	// has the holding cases.
 	if d := cmp.Diff([]string{"Normal>Major:auto", "Major>Moderate:auto"}, obs.moves); d != "" {
 		t.Errorf("transitions (-want +got):\n%s", d)
+	}
+}
+
+// TestFailuresLoggedOncePerChange: a sampler failing on every health check
+// is logged when it starts failing and when it comes back, not every tick.
+func TestFailuresLoggedOncePerChange(t *testing.T) {
+	var logs strings.Builder
+	cpu := &fakeSampler{v: -2}
+	c, err := New(Options{Table: defaultTable(t), CPU: cpu, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		c.Check(context.Background())
+	}
+	cpu.set(10)
+	c.Check(context.Background())
+	c.Check(context.Background())
+	if n := strings.Count(logs.String(), `msg="sample failed"`); n != 1 {
+		t.Errorf("%d 'sample failed' lines over 3 failing checks, want 1:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), `msg="sample recovered"`); n != 1 {
+		t.Errorf("%d 'sample recovered' lines, want 1:\n%s", n, logs.String())
 	}
 }

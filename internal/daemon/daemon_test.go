@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +138,52 @@ func TestReloadNeedsALoader(t *testing.T) {
 	defer d.Close()
 	if err := d.Reload(); err == nil {
 		t.Fatal("Reload without a loader succeeded")
+	}
+}
+
+// TestReloadSwitchesQueries: a reload that changes the Prometheus queries
+// stops the old ones and runs the new ones; an unchanged reload keeps them
+// (they would warm up again otherwise); nothing outlives Run.
+func TestReloadSwitchesQueries(t *testing.T) {
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"scalar","result":[1,"42"]}}`)
+	}))
+	defer prom.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "degraded.yaml")
+	body := func(query string) string {
+		return fmt.Sprintf("data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}, prometheus: {url: %q, timeout: 500ms, queries: [{name: q, query: %q, interval: 1s}]}}\n", prom.URL, query)
+	}
+	writeConfig(t, path, body("vector(1)"))
+	cfg, _, err := loaderOf(path)(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(cfg, Options{Load: loaderOf(path)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	first := d.runner.current()
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if d.runner.current() != first {
+		t.Fatal("an unchanged reload replaced the running queries")
+	}
+	writeConfig(t, path, body("vector(2)"))
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if d.runner.current() == first || d.runner.current() == nil {
+		t.Fatal("a reload with another query kept the old queries")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,7 +25,7 @@ func TestRefusedReports(t *testing.T) {
 		if rp := doc.Reports; rp.RefusedTotal != 0 || rp.LastRefusedAt != nil {
 			t.Fatalf("reports at start %+v, want none refused and last_refused_at null", rp)
 		}
-		if raw := r.do("GET", "/v1/level", "").Body.String(); !strings.Contains(raw, `"reports":{"refused_total":0,"last_refused_at":null,"window_attempts":0,"window_failures":0}`) {
+		if raw := r.do("GET", "/v1/level", "").Body.String(); !strings.Contains(raw, `"reports":{"refused_total":0,"last_refused_at":null,"window_attempts":0,"window_failures":0,"would_shed":{"Major":0,"Minor":0,"Moderate":0,"unknown":0}}`) {
 			t.Errorf("reports in the raw document: %s", raw)
 		}
 

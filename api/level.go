@@ -30,6 +30,9 @@ type reports struct {
 	LastRefusedAt  *time.Time `json:"last_refused_at"`
 	WindowAttempts int64      `json:"window_attempts"`
 	WindowFailures int64      `json:"window_failures"`
+	// WouldShed is shadow_would_shed_total by level: what clients and
+	// GET /v1/admit admitted in shadow mode that enforcement would have shed.
+	WouldShed map[string]int64 `json:"would_shed"`
 }
 
 // handleLevel serves the state document. With ?wait=D&after=N it waits until
@@ -70,6 +73,7 @@ func (s *server) handleLevel() http.HandlerFunc {
 		doc := levelDocument{State: st}
 		doc.Reports.RefusedTotal, doc.Reports.LastRefusedAt = s.refusals.get(routeOutcomes)
 		doc.Reports.WindowAttempts, doc.Reports.WindowFailures = s.Outcomes.Totals(time.Now())
+		doc.Reports.WouldShed = s.Metrics.wouldShedCounts()
 		writeJSON(w, http.StatusOK, doc)
 	}
 }
@@ -138,7 +142,11 @@ type shedBody struct {
 
 // handleAdmit answers a proxy's "may I serve priority N?": 204 if admitted,
 // else deny_status (403, 429 or 503) with Retry-After.
-func handleAdmit(c *controller.Controller) http.HandlerFunc {
+//
+// In shadow mode everything is admitted: what enforcement would have shed
+// carries X-Degraded-Would-Shed: 1 and counts in
+// shadow_would_shed_total{level}.
+func handleAdmit(c *controller.Controller, m *Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		p, err := strconv.ParseInt(q.Get("priority"), 10, 64)
@@ -159,6 +167,12 @@ func handleAdmit(c *controller.Controller) http.HandlerFunc {
 		st := c.State()
 		w.Header().Set("X-Degraded-Level", st.Level)
 		if int(p) >= st.PriorityThreshold {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if st.Shadow {
+			m.addOneShed(st.Level)
+			w.Header().Set(wouldShedHeader, "1")
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}

@@ -40,9 +40,11 @@ type Metrics struct {
 	stateSaveErrors prometheus.Counter
 	reloadOK        prometheus.Gauge
 	reloadTimestamp prometheus.Gauge
+	wouldShed       *prometheus.CounterVec
 
-	mu         sync.Mutex // guards levelNames
+	mu         sync.Mutex // guards levelNames and shed
 	levelNames []string
+	shed       map[string]int64 // wouldShed's values, for GET /v1/level
 }
 
 var _ controller.Observer = (*Metrics)(nil)
@@ -78,10 +80,11 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		stateSaveErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "degraded", Name: "state_save_errors_total", Help: "Failed writes of the state file."}),
 		reloadOK:        g("config_last_reload_successful", "1 if the last configuration reload succeeded."),
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
+		wouldShed:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "shadow_would_shed_total", Help: "Requests shadow mode admitted that enforcement would have shed, by level (unknown: a level name the table lacks)."}, []string{"level"}),
 		levelNames:      append([]string(nil), levelNames...),
 	}
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.signalValue,
-		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
+		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp, m.wouldShed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
 	m.failures = m.outcomesTotal.WithLabelValues("failure")
@@ -103,6 +106,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 	for _, n := range levelNames {
 		m.levelInfo.WithLabelValues(n).Set(0)
 	}
+	m.shedLabelsLocked()
 	for _, src := range changeSources {
 		m.levelChanges.WithLabelValues(src)
 	}
@@ -233,6 +237,7 @@ func (m *Metrics) SetLevelNames(names []string) {
 		m.levelInfo.WithLabelValues(n).Set(0)
 	}
 	m.levelNames = append([]string(nil), names...)
+	m.shedLabelsLocked()
 }
 
 // StateRecovered records that the state was resumed from the previous copy.

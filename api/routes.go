@@ -27,7 +27,7 @@ func (s *server) routes() http.Handler {
 
 	r.Get("/v1/level", s.handleLevel())
 	r.Get("/v1/level/stream", s.handleStream())
-	r.Get("/v1/admit", handleAdmit(s.Controller))
+	r.Get("/v1/admit", handleAdmit(s.Controller, s.Metrics))
 	r.Get("/v1/levels", handleLevels(s.Controller))
 	r.Get("/v1/history", handleHistory(s.Controller))
 	r.Get("/v1/samples", handleSamples(s.Controller))

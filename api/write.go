@@ -29,6 +29,9 @@ type outcomesBody struct {
 	Success       *int64  `json:"success"`
 	Failure       *int64  `json:"failure"`
 	LatencyCounts []int64 `json:"latency_counts"`
+	// WouldShed counts, by level name, requests a client in shadow mode
+	// admitted that enforcement would have shed.
+	WouldShed map[string]int64 `json:"would_shed"`
 }
 
 // latency checks "latency_counts" against the outcomes it describes:
@@ -61,7 +64,7 @@ func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 			writeError(w, err.status, err.msg)
 			return
 		}
-		if b.Success == nil && b.Failure == nil {
+		if b.Success == nil && b.Failure == nil && b.WouldShed == nil {
 			writeError(w, http.StatusBadRequest, `body must have "success" and/or "failure"`)
 			return
 		}
@@ -74,6 +77,10 @@ func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("%s must be an integer 0..%d (was %d)", c.name, maxCount, c.v))
 				return
 			}
+		}
+		if msg := checkWouldShed(b.WouldShed); msg != "" {
+			writeError(w, http.StatusBadRequest, msg)
+			return
 		}
 		withLatency := b.LatencyCounts != nil
 		var latency [numLatencyCounts]int64
@@ -90,6 +97,7 @@ func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 			o.Record(time.Now(), s, f)
 		}
 		m.outcomes(s, f)
+		m.addWouldShed(b.WouldShed)
 		if reported != nil && (f > 0 || withLatency && s+f > 0) {
 			reported() // a burst of failures or slow requests may escalate at once
 		}

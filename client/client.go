@@ -119,10 +119,14 @@ type Client struct {
 	// observed are Observe's counts by outcome (0 failure, 1 success) and
 	// latency bucket, not yet taken by a flush: one counter per pair, so
 	// that an outcome and its latency are always taken together.
-	observed   [2][numLatencyBuckets]atomic.Int64
-	pending    counts     // taken but not yet accepted; owned by the flusher
-	refusals   refusals   // owned by the flusher
-	contactLog contactLog // owned by Run's follow loop
+	observed [2][numLatencyBuckets]atomic.Int64
+	shadow   shadowCounts // would-shed counts of shadow mode, not yet taken by a flush
+	pending  counts       // taken but not yet accepted; owned by the flusher
+	// pendingShed are would-shed counts taken but not yet accepted, by
+	// level name; nil when none. Owned by the flusher.
+	pendingShed map[string]int64
+	refusals    refusals   // owned by the flusher
+	contactLog  contactLog // owned by Run's follow loop
 }
 
 // New returns a client of the daemon at baseURL (e.g.
@@ -151,7 +155,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.http == nil {
 		c.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	c.view.Store(newView(nil, true, c.mode))
+	c.view.Store(newView(nil, true, c.mode, &c.shadow))
 	return c, nil
 }
 
@@ -162,8 +166,12 @@ func (c *Client) Addr() string { return c.base.String() }
 // now: priority >= the current level's threshold. PriorityCritical is
 // always admitted; a negative priority counts as 0. It is an atomic load
 // and a compare: no lock, no allocation.
+//
+// When the last state says shadow (State.Shadow), Allow admits everything,
+// whatever the fail mode, and counts per level what it would have shed
+// (one more atomic add); Run reports the counts with the outcomes.
 func (c *Client) Allow(priority int) bool {
-	return max(priority, 0) >= c.view.Load().threshold
+	return c.view.Load().admit(max(priority, 0))
 }
 
 // Feature reports whether the named feature is enabled: false when the
@@ -218,7 +226,7 @@ func (c *Client) accept(st *State, now time.Time) {
 	c.lastContact.Store(now.UnixNano())
 	c.mu.Lock()
 	old := c.view.Load().state
-	c.view.Store(newView(st, false, c.mode))
+	c.view.Store(newView(st, false, c.mode, &c.shadow))
 	var subs []func(old, new State)
 	if old == nil || old.Sequence != st.Sequence || old.Level != st.Level {
 		subs = make([]func(old, new State), 0, len(c.subs))
@@ -254,7 +262,7 @@ func (c *Client) setStale(stale bool) bool {
 	if v.stale == stale || !stale && v.state == nil {
 		return false
 	}
-	c.view.Store(newView(v.state, stale, c.mode))
+	c.view.Store(newView(v.state, stale, c.mode, &c.shadow))
 	return true
 }
 

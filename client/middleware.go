@@ -36,7 +36,9 @@ func PriorityFromHeader(name string, fallback int) func(*http.Request) int {
 // rate that caused the shedding. An admitted request is timed and
 // observed (Client.Observe) as a failure if next answers >= 500 or panics
 // (the panic continues up the stack), else as a success; its latency is
-// the time next took to return.
+// the time next took to return. In shadow mode (State.Shadow) nothing is
+// shed: what would have been is counted as Allow counts it, then served
+// and observed like any other request.
 //
 // The ResponseWriter next receives passes Flush through and unwraps
 // (http.ResponseController reaches Hijack, deadlines and the rest). It is
@@ -65,7 +67,7 @@ type middleware struct {
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v := m.c.view.Load()
-	if max(m.priority(r), 0) < v.threshold {
+	if !v.admit(max(m.priority(r), 0)) {
 		shed(w, v)
 		return
 	}

@@ -124,7 +124,14 @@ func (c *Client) flush(ctx context.Context) error {
 	} else {
 		p.latency = [numLatencyBuckets]int64{}
 	}
-	if p.success == 0 && p.failure == 0 {
+	// would_shed only to a daemon whose state says shadow (Rolling
+	// upgrades): an older one refuses the field. Counts taken while the
+	// mode switched back to enforce are dropped.
+	c.pendingShed = c.shadow.take(c.pendingShed)
+	if !c.inShadow() {
+		c.pendingShed = nil
+	}
+	if p.success == 0 && p.failure == 0 && c.pendingShed == nil {
 		return nil
 	}
 	if total := p.success + p.failure; total > maxRetained {
@@ -140,14 +147,14 @@ func (c *Client) flush(ctx context.Context) error {
 	if withLatency && p.latency != ([numLatencyBuckets]int64{}) {
 		send = &p.latency
 	}
-	err := c.report(ctx, p.success, p.failure, send)
+	err := c.report(ctx, p.success, p.failure, send, c.pendingShed)
 	var ae *APIError
 	if err == nil || errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
 		ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests {
 		if ae != nil {
 			c.refused(ae, p.success, p.failure, time.Now())
 		}
-		*p = counts{}
+		*p, c.pendingShed = counts{}, nil
 	}
 	return err
 }
@@ -169,19 +176,18 @@ func fitLatency(latency [numLatencyBuckets]int64, total int64) [numLatencyBucket
 	return latency
 }
 
-// latencyReport is the body of POST /v1/outcomes with latency counts.
-type latencyReport struct {
-	Success       int64                    `json:"success"`
-	Failure       int64                    `json:"failure"`
-	LatencyCounts [numLatencyBuckets]int64 `json:"latency_counts"`
+// flushReport is the body of POST /v1/outcomes a flush sends: the
+// latency counts and the would-shed counts only when there are some.
+type flushReport struct {
+	Success       int64                     `json:"success"`
+	Failure       int64                     `json:"failure"`
+	LatencyCounts *[numLatencyBuckets]int64 `json:"latency_counts,omitempty"`
+	WouldShed     map[string]int64          `json:"would_shed,omitempty"`
 }
 
-// report is Report, with the latency counts when latency is not nil.
-func (c *Client) report(ctx context.Context, success, failure int64, latency *[numLatencyBuckets]int64) error {
-	if latency == nil {
-		_, err := c.Report(ctx, success, failure)
-		return err
-	}
-	body := latencyReport{Success: success, Failure: failure, LatencyCounts: *latency}
+// report is Report, with the latency counts when latency is not nil and
+// the would-shed counts when wouldShed is not empty.
+func (c *Client) report(ctx context.Context, success, failure int64, latency *[numLatencyBuckets]int64, wouldShed map[string]int64) error {
+	body := flushReport{Success: success, Failure: failure, LatencyCounts: latency, WouldShed: wouldShed}
 	return c.call(ctx, http.MethodPost, "/v1/outcomes", body, nil)
 }

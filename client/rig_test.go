@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -87,6 +88,12 @@ type daemon struct {
 	// it refuses them as an unknown field, like a daemon from before the
 	// latency signal.
 	keepsLatency bool
+	// shadow makes the daemon one in shadow mode (State.Shadow), which
+	// accepts "would_shed" and adds it to wouldShed; without it, it
+	// refuses the field as an unknown one, like a daemon from before
+	// shadow mode.
+	shadow    bool
+	wouldShed map[string]int64
 }
 
 func newDaemon(t testing.TB) *daemon {
@@ -147,6 +154,7 @@ func (d *daemon) current() (State, <-chan struct{}) {
 	if d.keepsLatency {
 		st.Signals.Status = map[string]string{"latency": "off"}
 	}
+	st.Shadow = d.shadow
 	return st, d.changed
 }
 
@@ -232,20 +240,24 @@ func (d *daemon) stream(w http.ResponseWriter, r *http.Request) {
 func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Success, Failure int64
-		LatencyCounts    []int64 `json:"latency_counts"`
+		LatencyCounts    []int64          `json:"latency_counts"`
+		WouldShed        map[string]int64 `json:"would_shed"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Success < 0 || body.Failure < 0 {
 		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"success\": N, \"failure\": N}"})
 		return
 	}
 	d.mu.Lock()
-	keepsLatency := d.keepsLatency
+	keepsLatency, shadow := d.keepsLatency, d.shadow
 	d.mu.Unlock()
 	var sum int64
 	for _, n := range body.LatencyCounts {
 		sum += n
 	}
 	switch {
+	case body.WouldShed != nil && !shadow:
+		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": `unknown field "would_shed"`})
+		return
 	case body.LatencyCounts != nil && !keepsLatency:
 		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": `unknown field "latency_counts"`})
 		return
@@ -259,6 +271,14 @@ func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
 		d.win.latency[i] += n
 	}
 	d.win.mu.Unlock()
+	d.mu.Lock()
+	for level, n := range body.WouldShed {
+		if d.wouldShed == nil {
+			d.wouldShed = map[string]int64{}
+		}
+		d.wouldShed[level] += n
+	}
+	d.mu.Unlock()
 	writeFakeJSON(w, http.StatusAccepted, map[string]int64{"accepted": body.Success + body.Failure})
 }
 
@@ -370,3 +390,21 @@ func running(t testing.TB, c *Client) (stop func() error) {
 }
 
 func isCanceled(err error) bool { return errors.Is(err, context.Canceled) }
+
+// setShadow switches the daemon's mode, one step of the sequence, as a
+// reload does.
+func (d *daemon) setShadow(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.shadow = on
+	d.state.Sequence++
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// shedReports returns the would-shed counts the daemon accepted.
+func (d *daemon) shedReports() map[string]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.wouldShed)
+}

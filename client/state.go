@@ -3,6 +3,7 @@ package client
 import (
 	"maps"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,6 +45,11 @@ type State struct {
 	Sequence uint64 `json:"sequence"`
 	// Override is the operator's pin or floor; nil when none is active.
 	Override *Override `json:"override"`
+	// Shadow is true when the daemon runs in shadow mode: the level is
+	// published as usual, but Allow and Middleware admit everything and
+	// count what they would have shed, for the daemon's
+	// degraded_shadow_would_shed_total.
+	Shadow bool `json:"shadow"`
 	// Signals is what the last health check measured.
 	Signals Signals `json:"signals"`
 }
@@ -159,21 +165,41 @@ type view struct {
 	recoveryAt  *time.Time
 	stale       bool
 	state       *State // last known state, nil before the first
+	// In shadow mode threshold is 0, wouldShedBelow is what enforcement
+	// would admit from, and wouldShed counts what it would have shed.
+	// Otherwise wouldShedBelow is 0 and nothing is counted.
+	wouldShedBelow int
+	wouldShed      *atomic.Int64
+}
+
+// admit reports whether a request of priority p (>= 0) is served, and
+// counts it if shadow mode serves what enforcement would shed. It is a
+// compare, and in shadow mode one atomic add.
+func (v *view) admit(p int) bool {
+	if p < v.wouldShedBelow {
+		v.wouldShed.Add(1)
+	}
+	return p >= v.threshold
 }
 
 // newView folds the last known state, staleness and fail mode into what
-// Allow and Feature read.
-func newView(st *State, stale bool, mode FailMode) *view {
+// Allow and Feature read. When the last state says shadow, it admits
+// everything whatever the fail mode, and counts in shadow what it would
+// have shed under the level it would have shed at ("unknown" when the
+// fail mode decides).
+func newView(st *State, stale bool, mode FailMode, shadow *shadowCounts) *view {
 	v := &view{stale: stale, state: st, index: -1, level: "unknown"}
-	if st != nil && (!stale || mode == FailLastKnown) {
+	switch {
+	case st != nil && (!stale || mode == FailLastKnown):
 		v.threshold, v.disabled, v.level, v.index, v.recoveryAt = st.PriorityThreshold, st.DisabledFeatures, st.Level, st.Index, st.EarliestRecoveryAt
-		return v
-	}
-	switch mode {
-	case FailClosed:
+	case mode == FailClosed:
 		v.threshold, v.allDisabled = PriorityCritical, true
 	default: // FailOpen, and FailLastKnown before any state
 		v.threshold = 0
+	}
+	if st != nil && st.Shadow && v.threshold > 0 {
+		v.wouldShedBelow, v.threshold = v.threshold, 0
+		v.wouldShed = shadow.counter(v.level)
 	}
 	return v
 }

@@ -47,6 +47,10 @@ type Config struct {
 	MaxOverrideTTL time.Duration `koanf:"max_override_ttl"`
 	// BlindHold is how long a warming or failed signal may hold recovery.
 	BlindHold time.Duration `koanf:"blind_hold"`
+	// Mode is "enforce" (shed as the level says) or "shadow" (compute and
+	// publish the level with "shadow": true, but admit everything and only
+	// count what would have been shed).
+	Mode string `koanf:"mode"`
 	// MaxConnections caps the HTTP connections; 0 means RLIMIT_NOFILE - 64.
 	// Otherwise it is at least MinConnections.
 	MaxConnections int `koanf:"max_connections"`

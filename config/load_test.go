@@ -55,6 +55,7 @@ func TestDefaultsMatchDesign(t *testing.T) {
 		EnableAutoAdjustment:   true,
 		MaxOverrideTTL:         24 * time.Hour,
 		BlindHold:              5 * time.Minute,
+		Mode:                   "enforce",
 		MaxConnections:         0,
 		AllowedHosts:           []string{},
 		Signals: Signals{
@@ -190,6 +191,11 @@ log: {level: debug}
 				c.AllowedHosts = []string{"degraded.internal", "10.0.0.7"}
 				c.SSE.WriteTimeout = 3 * time.Second
 			},
+		},
+		{
+			name: "mode from the file and from the environment",
+			opts: LoadOptions{Path: writeConfig(t, "mode: enforce\n"), Environ: []string{"DEGRADED_MODE=shadow"}},
+			want: func(c *Config) { c.Mode = "shadow" },
 		},
 		{
 			name: "new keys from the environment, a list comma-separated",

@@ -87,6 +87,10 @@ type Options struct {
 	// while another signal can see (0: it never holds). See DESIGN.md
 	// "Unknown is not healthy".
 	BlindHold time.Duration
+	// Shadow publishes the level with State.Shadow set (config mode:
+	// shadow): readers admit everything and count what they would have
+	// shed. A change by Reconfigure is one history entry.
+	Shadow bool
 	// CPU and Memory sample resources; nil means the signal is off. A
 	// sampler that is the same value across a Reconfigure keeps its blind
 	// clock; a new one starts warming.

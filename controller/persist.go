@@ -55,6 +55,9 @@ func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
 		c.pub, c.since = c.published(), now
 		c.record(now, from, SourceConfig, "config: level "+p.Level+" no longer configured")
 	}
+	if p.Shadow != c.opts.Shadow {
+		c.record(now, t.Level(c.pub).Name, SourceConfig, "config: "+modeChange(p.Shadow, c.opts.Shadow))
+	}
 }
 
 // clampPast returns t, or now if t lies in the future (the clock went back).
@@ -116,6 +119,7 @@ func (c *Controller) persisted(clean bool) *Persisted {
 		Sequence:        c.seq,
 		SequenceCeiling: c.seq + SequenceBlock,
 		CleanShutdown:   clean,
+		Shadow:          c.opts.Shadow,
 		Levels:          make(map[string]int, t.Len()),
 		History:         append([]Transition(nil), c.history...),
 	}

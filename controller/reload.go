@@ -70,15 +70,21 @@ func (c *Controller) Reconfigure(o Options) error {
 	var found bool
 	c.pub, found = t.Map(prev.Name, prev.PriorityThreshold)
 	var moves []Transition
+	reason := "config reload"
+	if old.Shadow != o.Shadow {
+		reason += ": " + modeChange(old.Shadow, o.Shadow)
+	}
 	if next := c.published(); next != c.pub || !found {
 		c.pub, c.since = next, now
-		reason := "config reload"
 		if !found {
 			reason = "config reload: level " + prev.Name + " no longer configured"
+			if old.Shadow != o.Shadow {
+				reason += "; " + modeChange(old.Shadow, o.Shadow)
+			}
 		}
 		moves = append(moves, c.record(now, prev.Name, SourceConfig, reason))
 	}
-	st := c.publishLocked(now, SourceConfig, "config reload")
+	st := c.publishLocked(now, SourceConfig, reason)
 	c.mu.Unlock()
 	select {
 	case c.reload <- struct{}{}:
@@ -86,4 +92,18 @@ func (c *Controller) Reconfigure(o Options) error {
 	}
 	_ = c.announce(moves, st.Sequence != before) // a failed save is logged and retried on the next tick
 	return nil
+}
+
+// modeChange describes a switch of mode for a history entry's reason:
+// "mode enforce -> shadow".
+func modeChange(from, to bool) string {
+	return "mode " + modeName(from) + " -> " + modeName(to)
+}
+
+// modeName is the config value of mode for Options.Shadow.
+func modeName(shadow bool) string {
+	if shadow {
+		return "shadow"
+	}
+	return "enforce"
 }

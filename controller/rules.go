@@ -109,6 +109,7 @@ func (c *Controller) build() *State {
 		Reason:            c.reason,
 		Since:             c.since.UTC(),
 		Sequence:          c.seq,
+		Shadow:            c.opts.Shadow,
 		Signals:           c.signals,
 	}
 	if c.ovr != nil {
@@ -146,10 +147,11 @@ type docKey struct {
 	level, source, features, override string
 	threshold                         int
 	recovery                          time.Time
+	shadow                            bool
 }
 
 func keyOf(st *State) docKey {
-	k := docKey{level: st.Level, source: st.Source, threshold: st.PriorityThreshold, features: strings.Join(st.DisabledFeatures, "\x00")}
+	k := docKey{level: st.Level, source: st.Source, threshold: st.PriorityThreshold, features: strings.Join(st.DisabledFeatures, "\x00"), shadow: st.Shadow}
 	if st.EarliestRecoveryAt != nil {
 		k.recovery = *st.EarliestRecoveryAt
 	}

@@ -45,6 +45,10 @@ type State struct {
 	EarliestRecoveryAt *time.Time `json:"earliest_recovery_at"`
 	Sequence           uint64     `json:"sequence"`
 	Override           *Override  `json:"override"`
+	// Shadow is true in shadow mode (config mode: shadow): the level is
+	// computed and published as usual, but readers admit everything and
+	// only count what they would have shed.
+	Shadow bool `json:"shadow"`
 	// Signals is what the last health check measured: each signal's value
 	// (null without one) and state, as levels.Sample writes them.
 	Signals levels.Sample `json:"signals"`

@@ -46,6 +46,9 @@ type Persisted struct {
 	Levels   map[string]int `json:"levels,omitempty"`
 	Override *Override      `json:"override"`
 	History  []Transition   `json:"history"`
+	// Shadow is the mode the state was published in, so a start in the
+	// other mode is a history entry (absent in older files: enforce).
+	Shadow bool `json:"shadow,omitempty"`
 }
 
 // priority returns the saved priority threshold of the named level, or

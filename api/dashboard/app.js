@@ -33,7 +33,7 @@
   const SVG = 'http://www.w3.org/2000/svg';
   const W = 300, H = 60; // sparkline view box
 
-  const model = { levels: [], state: null, signals: null, configured: null, samples: [], history: [] };
+  const model = { levels: [], state: null, signals: null, configured: null, samples: [], history: [], wouldShed: null };
   const $ = (id) => document.getElementById(id);
 
   // ---- helpers -----------------------------------------------------------
@@ -190,6 +190,9 @@
   };
   const loadSamples = () => load('v1/samples', (d) => { model.samples = d.samples || []; renderSignals(); });
   const loadHistory = () => load('v1/history?limit=' + HISTORY_LIMIT, (d) => { model.history = d.transitions || []; renderHistory(); });
+  // loadWouldShed reads the would-shed counts, which only GET /v1/level's
+  // reports carry (outside the stream's state events).
+  const loadWouldShed = () => load('v1/level', (d) => { model.wouldShed = (d.reports && d.reports.would_shed) || null; renderShadow(); });
 
   // ---- state -------------------------------------------------------------
 
@@ -205,6 +208,7 @@
     // or only the set of signals: both re-read it.
     if (!setSignals(st.signals) && (changed || !levelByName(st.level))) loadLevels();
     if (!prev || changed) loadHistory();
+    if (st.shadow) loadWouldShed();
     renderState();
     renderSignals();
   }
@@ -217,6 +221,7 @@
     while (s.length > SAMPLES_MAX || (s.length > 1 && newest - Date.parse(s[0].sampled_at) > SAMPLES_SPAN_MS)) s.shift();
     setSignals(sig);
     renderSignals();
+    if (model.state && model.state.shadow) loadWouldShed();
   }
 
   // setSignals takes the latest signals object. When the set of configured
@@ -246,7 +251,8 @@
     $('level-index').textContent = st.index === 0
       ? 'Level 0: everything is served'
       : 'Level ' + st.index + (model.levels.length ? ' of ' + (model.levels.length - 1) : '');
-    $('threshold').textContent = st.priority_threshold === 0 ? 'nothing shed (0)' : String(st.priority_threshold);
+    $('threshold').textContent = st.priority_threshold === 0 ? 'nothing shed (0)'
+      : st.shadow ? st.priority_threshold + ' (shadow mode: counted, not shed)' : String(st.priority_threshold);
     let source = st.source === 'override' ? 'operator override' : 'automatic';
     if (st.override && st.source !== 'override') source += ' (a floor is set below it)';
     $('source').textContent = source;
@@ -260,6 +266,19 @@
     $('disabled').textContent = st.disabled_features && st.disabled_features.length ? st.disabled_features.join(', ') : 'none';
     $('reason').textContent = st.reason || '–';
     renderOverride();
+    renderShadow();
+  }
+
+  // renderShadow shows the SHADOW banner while the state says shadow, with
+  // what would have been shed by level, in table order.
+  function renderShadow() {
+    const st = model.state;
+    $('shadow').hidden = !(st && st.shadow);
+    const counts = model.wouldShed || {};
+    const names = model.levels.map((l) => l.name).concat(['unknown']);
+    for (const n of Object.keys(counts)) if (!names.includes(n)) names.push(n);
+    const parts = names.filter((n) => counts[n] > 0).map((n) => n + ' ' + counts[n]);
+    $('would-shed').textContent = parts.length ? parts.join(', ') : 'none yet';
   }
 
   function renderOverride() {

@@ -36,6 +36,7 @@ func fullState() controller.State {
 			SetAt:     at,
 			ExpiresAt: at.Add(time.Hour),
 		},
+		Shadow: true,
 		Signals: levels.Sample{
 			Values: map[levels.Signal]float64{levels.CPU: 91.2, levels.Memory: 40.5, levels.ErrorRate: 12, levels.Latency: 812,
 				levels.CPUPressure: 45, levels.MemoryPressure: 3, levels.IOPressure: 7, "queue_depth": 1234},

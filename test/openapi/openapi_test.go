@@ -408,6 +408,44 @@ func TestOpenAPI(t *testing.T) {
 		exchange{method: "GET", target: "/v1/admit?priority=49&deny_status=429", want: 429},
 		exchange{method: "GET", target: "/v1/admit?priority=49&deny_status=503", want: 503},
 	)
+
+	// Shadow mode at Major: everything admitted, what would be shed marked
+	// and counted; would_shed reports.
+	r.setShadow(t, true)
+	run(
+		exchange{name: "shadow admits what it would shed", method: "GET", target: "/v1/admit?priority=49&deny_status=403", want: 204},
+		exchange{name: "shadow admits", method: "GET", target: "/v1/admit?priority=50", want: 204},
+		exchange{name: "outcomes with would_shed", method: "POST", target: "/v1/outcomes", body: `{"success":5,"would_shed":{"Major":12,"Gone":1}}`, header: report, want: 202},
+		exchange{name: "would_shed alone", method: "POST", target: "/v1/outcomes", body: `{"would_shed":{"Minor":1}}`, header: report, want: 202},
+		exchange{name: "would_shed negative", method: "POST", target: "/v1/outcomes", body: `{"success":1,"would_shed":{"Major":-1}}`, header: report, want: 400, spec: specRejects},
+		exchange{name: "would_shed over 1e9", method: "POST", target: "/v1/outcomes", body: `{"would_shed":{"Major":1000000001}}`, header: report, want: 400, spec: specRejects},
+		exchange{name: "would_shed not an object", method: "POST", target: "/v1/outcomes", body: `{"would_shed":[12]}`, header: report, want: 400, spec: specRejects},
+		exchange{name: "level in shadow mode", method: "GET", target: "/v1/level", want: 200},
+	)
+	t.Run("shadow marks and counts", func(t *testing.T) {
+		resp := c.do(t, client, srv.URL, exchange{method: "GET", target: "/v1/admit?priority=0", want: 204})
+		if got := resp.Header.Get("X-Degraded-Would-Shed"); got != "1" {
+			t.Errorf("X-Degraded-Would-Shed %q, want 1", got)
+		}
+		var doc struct {
+			Shadow  bool `json:"shadow"`
+			Reports struct {
+				WouldShed map[string]int64 `json:"would_shed"`
+			} `json:"reports"`
+		}
+		lv, err := client.Get(srv.URL + "/v1/level")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lv.Body.Close()
+		if err := json.NewDecoder(lv.Body).Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		if w := doc.Reports.WouldShed; !doc.Shadow || w["Major"] != 14 || w["Minor"] != 1 || w["unknown"] != 1 {
+			t.Errorf("shadow %v would_shed %v, want shadow true, Major 14 (12 reported, 2 admitted), Minor 1, unknown 1", doc.Shadow, w)
+		}
+	})
+	r.setShadow(t, false)
 	override := `{"level":"Moderate","mode":"floor","ttl":"15m","reason":"INC-42"}`
 	run(
 		exchange{name: "override without a token", method: "PUT", target: "/v1/override", body: override, want: 401},

@@ -56,6 +56,7 @@ func (w *window) Totals(time.Time) (int64, int64) {
 // rig is the real controller served by the real API.
 type rig struct {
 	c      *controller.Controller
+	win    *window
 	tokens *atomic.Pointer[api.Tokens]
 	h      http.Handler
 }
@@ -76,7 +77,15 @@ func newRig(t testing.TB, d api.Deps) *rig {
 	tokens.Store(&api.Tokens{})
 	d.Controller, d.Outcomes, d.Gatherer, d.Metrics = c, win, reg, m
 	d.Tokens = func() api.Tokens { return *tokens.Load() }
-	return &rig{c: c, tokens: tokens, h: api.NewServer(d)}
+	return &rig{c: c, win: win, tokens: tokens, h: api.NewServer(d)}
+}
+
+// setShadow reloads the controller in shadow mode or back to enforce.
+func (r *rig) setShadow(t testing.TB, shadow bool) {
+	t.Helper()
+	if err := r.c.Reconfigure(controller.Options{Table: testTable(t), Errors: r.win, MinimumLevelDuration: time.Minute, Hysteresis: 0.1, Shadow: shadow}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type configError string

@@ -196,6 +196,9 @@ func printStatus(w io.Writer, doc statusDoc, table []client.Level, now time.Time
 	}
 	fmt.Fprintf(tw, "Disabled\t%s\n", disabled)
 	fmt.Fprintf(tw, "Sequence\t%d\n", st.Sequence)
+	if st.Shadow {
+		fmt.Fprintf(tw, "Mode\tSHADOW: nothing is shed; services count what this level would shed (degraded_shadow_would_shed_total)\n")
+	}
 	if rep := doc.Reports; rep != nil && rep.RefusedTotal > 0 {
 		last := ""
 		if rep.LastRefusedAt != nil {

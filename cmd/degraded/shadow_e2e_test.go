@@ -34,6 +34,9 @@ func TestShadowModeEndToEnd(t *testing.T) {
 	if _, b := d.request(t, "GET", "/v1/level", "", ""); json.Unmarshal([]byte(b), &doc) != nil || doc.Level != "Major" || !doc.Shadow {
 		t.Fatalf("GET /v1/level: %s, want Major with shadow true", b)
 	}
+	if code, out, _ := runCLI(t, []string{"DEGRADED_ADDR=" + d.url}, "status"); code != 0 || !strings.Contains(out, "SHADOW: nothing is shed") {
+		t.Errorf("degraded status in shadow mode does not say so:\n%s", out)
+	}
 
 	for range 2 {
 		resp, b := d.request(t, "GET", "/v1/admit?priority=10", "", "")

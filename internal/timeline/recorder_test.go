@@ -46,8 +46,12 @@ type logBuffer struct {
 	b  bytes.Buffer
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuffer) String() string             { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // record runs a recorder over lines and returns once they are written.
 func record(t *testing.T, r *Recorder, lines ...levels.Line) {
@@ -145,8 +149,13 @@ func (f *failingFile) Write(b []byte) (int, error) {
 	f.data = append(f.data, b...)
 	return len(b), nil
 }
-func (f *failingFile) Truncate(n int64) error { f.mu.Lock(); f.data = f.data[:n]; f.mu.Unlock(); return nil }
-func (f *failingFile) Close() error           { return nil }
+func (f *failingFile) Truncate(n int64) error {
+	f.mu.Lock()
+	f.data = f.data[:n]
+	f.mu.Unlock()
+	return nil
+}
+func (f *failingFile) Close() error { return nil }
 func (f *failingFile) Stat() (os.FileInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -40,6 +40,7 @@ type Metrics struct {
 	stateSaveErrors prometheus.Counter
 	reloadOK        prometheus.Gauge
 	reloadTimestamp prometheus.Gauge
+	timelineDropped *prometheus.CounterVec
 
 	mu         sync.Mutex // guards levelNames
 	levelNames []string
@@ -79,9 +80,11 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		reloadOK:        g("config_last_reload_successful", "1 if the last configuration reload succeeded."),
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
 		levelNames:      append([]string(nil), levelNames...),
+		timelineDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "timeline_dropped_total",
+			Help: "Timeline lines not recorded: full (the writer was behind), write_error (a full or read-only disk)."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.signalValue,
-		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp,
+		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp, m.timelineDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
 	m.failures = m.outcomesTotal.WithLabelValues("failure")
@@ -111,6 +114,9 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 	}
 	for _, r := range authRoutes {
 		m.authFailures.WithLabelValues(r)
+	}
+	for _, r := range timelineDropReasons {
+		m.timelineDropped.WithLabelValues(r)
 	}
 	m.reloadOK.Set(1)
 	m.reloadTimestamp.Set(float64(time.Now().Unix()))

@@ -324,3 +324,39 @@ func TestRange(t *testing.T) {
 		t.Errorf("first line %v, want %v", res.First, from)
 	}
 }
+
+// TestUnappliedKeysWarned: keys that change what is measured are named in
+// one warning; a config that only tunes the rules gets none.
+func TestUnappliedKeysWarned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	writeLines(t, path, tick(0, 0, 0, "Normal"))
+	tuned := config.Default()
+	tuned.Hysteresis, tuned.MinimumLevelDuration = 0.2, time.Minute
+	if res, err := Run(Options{Config: tuned, Files: []string{path}}); err != nil || len(res.Warnings) != 0 {
+		t.Errorf("a config that only tunes the rules: warnings %q (%v), want none", res.Warnings, err)
+	}
+	res, err := Run(Options{Config: recorded(t), Files: []string{path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "not replayed, the recording measured with its own: health_check_interval, error_rate_window, signals.memory"
+	if len(res.Warnings) != 1 || res.Warnings[0] != want {
+		t.Errorf("warnings %q, want [%q]", res.Warnings, want)
+	}
+}
+
+// TestTextReport: the text report shows both sides.
+func TestTextReport(t *testing.T) {
+	cfg := recorded(t)
+	res := replay(t, cfg, record(t, cfg, incident(), false))
+	var b strings.Builder
+	if err := res.WriteText(&b, []string{"Normal", "Minor", "Moderate", "Major", "Severe", "Emergency"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"candidate transitions: ", "Normal -> Major", "cpu 85.00% > 80% (Major)", "recorded transitions: ",
+		"time at level", "Severe", "flaps (re-entered within 10s)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

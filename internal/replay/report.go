@@ -47,13 +47,9 @@ func (r *Result) WriteText(w io.Writer, levelOrder []string) error {
 	return tw.Flush()
 }
 
-// show is a level's time, or "-" when the table lacks the level.
+// show is a level's time (0s when it was never held).
 func show(m map[string]Duration, name string) string {
-	d, ok := m[name]
-	if !ok {
-		return "-"
-	}
-	b, _ := d.MarshalText()
+	b, _ := m[name].MarshalText()
 	return string(b)
 }
 

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/degraded/degraded/config"
 )
@@ -27,11 +28,14 @@ func unapplied(c *config.Config) []string {
 		{"signals.custom", c.Signals.Custom, def.Signals.Custom},
 		{"signals.prometheus", c.Signals.Prometheus, def.Signals.Prometheus},
 	}
-	var out []string
+	var differ []string
 	for _, k := range keys {
 		if !reflect.DeepEqual(k.got, k.want) {
-			out = append(out, fmt.Sprintf("%s: not replayed: the recording's ticks and signals are the ones the recording daemon measured", k.key))
+			differ = append(differ, k.key)
 		}
 	}
-	return out
+	if len(differ) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("not replayed, the recording measured with its own: %s", strings.Join(differ, ", "))}
 }

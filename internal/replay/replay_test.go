@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -358,5 +359,26 @@ func TestTextReport(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestOverrideOfAMissingLevelWarns: an override naming a level the
+// candidate lacks is not replayed, and the warning says so.
+func TestOverrideOfAMissingLevelWarns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	pinned := tick(1, 0, 0, "Panic")
+	pinned.Source = "override"
+	pinned.Override = &levels.LineOverride{Level: "Panic", Mode: "pin", Reason: "INC-9", SetAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	writeLines(t, path, tick(0, 0, 0, "Normal"), pinned)
+	res, err := Run(Options{Config: config.Default(), Files: []string{path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Transitions) != 0 || len(res.Recorded) != 1 {
+		t.Errorf("replayed %v, recorded %v; want nothing replayed and the recorded pin", res.Transitions, res.Recorded)
+	}
+	want := "the recording's override names Panic, which the candidate has no level for: it is not replayed"
+	if !slices.Contains(res.Warnings, want) {
+		t.Errorf("warnings %q, want %q", res.Warnings, want)
 	}
 }

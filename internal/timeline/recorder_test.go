@@ -280,3 +280,27 @@ func TestRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteRangeLeavesOutALineBeingWritten: a last line without its
+// newline (a write in progress) is not served, nor are lines that do not
+// parse; files outside the range are not read.
+func TestWriteRangeLeavesOutALineBeingWritten(t *testing.T) {
+	dir := t.TempDir()
+	whole, _ := json.Marshal(line(0, "Normal"))
+	partial, _ := json.Marshal(line(time.Second, "Major"))
+	body := string(whole) + "\n" + "not json\n" + string(partial[:len(partial)/2])
+	if err := os.WriteFile(filepath.Join(dir, FileName(t0)), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "2026-11-01.jsonl"), []byte("{torn"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{Dir: dir, Settings: Settings{Enabled: true}})
+	var out bytes.Buffer
+	if err := r.WriteRange(context.Background(), &out, t0.Add(-time.Hour), time.Time{}); err != nil {
+		t.Fatalf("WriteRange: %v (a file outside the range must not be opened)", err)
+	}
+	if got := out.String(); got != string(whole)+"\n" {
+		t.Errorf("WriteRange = %q, want only the whole line", got)
+	}
+}

@@ -19,7 +19,7 @@ type Timeline interface {
 }
 
 // timelineDropReasons are the reasons of timeline_dropped_total, exported
-// at 0 from the start (internal/timeline's DropReasons).
+// at 0 from the start (internal/timeline's DropFull and DropWriteError).
 var timelineDropReasons = []string{"full", "write_error"}
 
 // TimelineDropped counts a timeline line that was not recorded.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/internal/timeline"
 	"github.com/degraded/degraded/levels"
 )
@@ -73,5 +74,27 @@ func TestTimelineRecordedAndServed(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTimelineDropReasonsExported: the reasons the recorder drops lines
+// for are the label values /metrics exports at 0.
+func TestTimelineDropReasonsExported(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Signals.CPU.Source, cfg.Signals.Memory.Source = "off", "off"
+	d, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Host = "localhost"
+	w := httptest.NewRecorder()
+	d.Handler().ServeHTTP(w, req)
+	for _, reason := range []string{timeline.DropFull, timeline.DropWriteError} {
+		if want := `degraded_timeline_dropped_total{reason="` + reason + `"} 0`; !strings.Contains(w.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

@@ -17,16 +17,14 @@ import (
 )
 
 // The reasons a line is dropped, the label values of
-// degraded_timeline_dropped_total{reason}.
+// degraded_timeline_dropped_total{reason} (api exports each at 0; the
+// daemon's TestTimelineDropReasonsExported checks they match).
 const (
 	// DropFull: the buffer was full (the writer is behind).
 	DropFull = "full"
 	// DropWriteError: the write failed (a full disk, a read-only one).
 	DropWriteError = "write_error"
 )
-
-// DropReasons lists every drop reason, for exporting each at 0.
-var DropReasons = []string{DropFull, DropWriteError}
 
 // Settings are the reloadable settings (config record.*).
 type Settings struct {

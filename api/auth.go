@@ -25,9 +25,10 @@ const (
 	routeOverride      = "override"
 	routeFleetOverride = "fleet_override"
 	routeReload        = "reload"
+	routeTimeline      = "timeline"
 )
 
-var authRoutes = []string{routeOutcomes, routeSignals, routeOverride, routeFleetOverride, routeReload}
+var authRoutes = []string{routeOutcomes, routeSignals, routeOverride, routeFleetOverride, routeReload, routeTimeline}
 
 // refusalLogEvery is how often at most a refused request is logged per route.
 const refusalLogEvery = 10 * time.Second

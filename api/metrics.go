@@ -41,6 +41,7 @@ type Metrics struct {
 	reloadOK        prometheus.Gauge
 	reloadTimestamp prometheus.Gauge
 	wouldShed       *prometheus.CounterVec
+	timelineDropped *prometheus.CounterVec
 
 	mu         sync.Mutex // guards levelNames and shed
 	levelNames []string
@@ -82,9 +83,11 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
 		wouldShed:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "shadow_would_shed_total", Help: "Requests shadow mode admitted that enforcement would have shed, by level (unknown: a level name the table lacks)."}, []string{"level"}),
 		levelNames:      append([]string(nil), levelNames...),
+		timelineDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "timeline_dropped_total",
+			Help: "Timeline lines not recorded: full (the writer was behind), write_error (a full or read-only disk)."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.signalValue,
-		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp, m.wouldShed,
+		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp, m.wouldShed, m.timelineDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
 	m.failures = m.outcomesTotal.WithLabelValues("failure")
@@ -115,6 +118,9 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 	}
 	for _, r := range authRoutes {
 		m.authFailures.WithLabelValues(r)
+	}
+	for _, r := range timelineDropReasons {
+		m.timelineDropped.WithLabelValues(r)
 	}
 	m.reloadOK.Set(1)
 	m.reloadTimestamp.Set(float64(time.Now().Unix()))

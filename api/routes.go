@@ -39,6 +39,9 @@ func (s *server) routes() http.Handler {
 	r.Get("/v1/override", handleGetOverride(s.Controller))
 	r.With(s.requireToken(adminToken, routeOverride)).Put("/v1/override", handleSetOverride(s.Controller))
 	r.With(s.requireToken(adminToken, routeOverride)).Delete("/v1/override", handleClearOverride(s.Controller))
+	if s.Timeline != nil {
+		r.With(s.requireToken(adminToken, routeTimeline)).Get("/v1/timeline", handleTimeline(s.Timeline))
+	}
 	if s.Reload != nil {
 		r.With(s.requireToken(adminToken, routeReload)).Post("/-/reload", handleReload(s.Reload, s.Logger))
 	}

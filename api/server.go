@@ -80,6 +80,8 @@ type Deps struct {
 	Reported func()
 	// Pusher takes PUT /v1/signals/{name}; nil makes it a 404.
 	Pusher Pusher
+	// Timeline serves GET /v1/timeline; nil (no data_dir) makes it a 404.
+	Timeline Timeline
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

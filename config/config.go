@@ -64,6 +64,8 @@ type Config struct {
 	TLS     TLS     `koanf:"tls"`
 	SSE     SSE     `koanf:"sse"`
 	Log     Log     `koanf:"log"`
+	// Record configures the timeline recording.
+	Record Record `koanf:"record"`
 	// Levels are the configured levels, least severe first, Normal excluded.
 	// Convert them with [Config.Table].
 	Levels []Level `koanf:"levels"`

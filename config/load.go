@@ -190,7 +190,7 @@ func decode(raw map[string]any, from map[string]string) (*Config, []string, erro
 	err := clean.UnmarshalWithConf("", &c, koanf.UnmarshalConf{
 		Tag: "koanf",
 		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook:       mapstructure.StringToTimeDurationHookFunc(),
+			DecodeHook:       mapstructure.ComposeDecodeHookFunc(mapstructure.StringToTimeDurationHookFunc(), byteSizeHook),
 			WeaklyTypedInput: true,
 			Result:           &c,
 		},

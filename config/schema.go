@@ -85,6 +85,9 @@ func (ch *checker) value(path string, v any, t reflect.Type) bool {
 	if t == durationType {
 		return ch.check(path, v, durationProblem(v))
 	}
+	if t == byteSizeType && v != nil {
+		return ch.check(path, v, byteSizeProblem(v))
+	}
 	if v == nil {
 		return true // absent: the zero value (nil threshold, empty list)
 	}

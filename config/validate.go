@@ -78,6 +78,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	v.atLeast("sse.write_timeout", c.SSE.WriteTimeout, time.Second)
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, "text", "json")
+	v.record(c.Record)
 
 	v.levels(c.Levels, c.customSignals())
 

@@ -13,7 +13,10 @@ import (
 // Check runs one health check now: sample, evaluate, publish. Run calls it
 // on every tick; tests and tools may call it directly. Only one Check or
 // Reconfigure runs at a time.
-func (c *Controller) Check(ctx context.Context) {
+func (c *Controller) Check(ctx context.Context) { c.check(ctx, levels.TriggerTick) }
+
+// check is Check, recorded in the timeline with the given trigger.
+func (c *Controller) check(ctx context.Context, trigger string) {
 	c.evalMu.Lock()
 	defer c.evalMu.Unlock()
 	start := time.Now()
@@ -32,6 +35,7 @@ func (c *Controller) Check(ctx context.Context) {
 	sample := levels.Sample{SampledAt: start.UTC()}.Clone()
 	failed := c.apply(sample, readings)
 	sample = sampleWindow(o, errSince, start, sample)
+	counts := c.latencyCounts(o, start)
 
 	c.mu.Lock()
 	before := c.seq
@@ -39,6 +43,7 @@ func (c *Controller) Check(ctx context.Context) {
 	st := c.publishLocked(start, SourceAuto, "automatic level now "+c.opts.Table.Level(c.auto.Level).Name)
 	c.mu.Unlock()
 
+	c.recordLine(start, trigger, st, counts)
 	if err := c.announce(moves, st.Sequence != before); err == nil && c.unsaved.Load() {
 		_ = c.save(false) // retry a save that failed earlier; save logs
 	}

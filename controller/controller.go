@@ -109,6 +109,10 @@ type Options struct {
 	Observer Observer
 	// Logger logs transitions and failures; nil discards.
 	Logger *slog.Logger
+	// Recorder receives one timeline line per evaluation; nil records
+	// nothing. Like Store, Observer and Logger, the one given to New is
+	// kept across Reconfigure.
+	Recorder Recorder
 }
 
 // rules are the options the pure rules of levels.Next take.
@@ -182,6 +186,7 @@ type Controller struct {
 	// Fixed at New; Reconfigure keeps them.
 	store    Store
 	observer Observer
+	recorder Recorder
 	log      *slog.Logger
 }
 
@@ -194,7 +199,7 @@ func New(o Options) (*Controller, error) {
 		return nil, errors.New("controller: no level table")
 	}
 	o = o.withDefaults()
-	c := &Controller{opts: o, reload: make(chan struct{}, 1), store: o.Store, observer: o.Observer, log: o.Logger}
+	c := &Controller{opts: o, reload: make(chan struct{}, 1), store: o.Store, observer: o.Observer, recorder: o.Recorder, log: o.Logger}
 	now := time.Now()
 	c.since, c.errSince = now, now
 	c.auto.Since = now
@@ -271,7 +276,7 @@ func (c *Controller) Table() *levels.Table {
 // time, marked as a clean shutdown, and returns ctx.Err(), or an error
 // wrapping ErrNotSaved if that save failed.
 func (c *Controller) Run(ctx context.Context) error {
-	c.Check(ctx)
+	c.check(ctx, levels.TriggerStart)
 	t := time.NewTicker(c.interval())
 	defer t.Stop()
 	for {

@@ -81,19 +81,20 @@ func (c *Controller) evaluateEvent() {
 	sample.SampledAt = now.UTC()
 	c.signals = sample
 	before := c.seq
+	counts := c.latencyCounts(c.opts, now)
 	var moves []Transition
-	t, r := c.opts.Table, c.opts.rules()
-	rec, why, _ := t.Recommend(sample, 1)
-	c.auto.Recommended = rec
-	if !r.ManualOnly && max(r.EscalateAfter, 1) == 1 && rec > c.auto.Level && now.Sub(c.dwellStart()) >= r.EscalationDelay {
-		c.auto.Level, c.auto.Since = rec, now
-		if m, ok := c.commit(now, SourceAuto, why.String(), false); ok {
-			moves = append(moves, m)
+	c.auto.Since = c.dwellStart()
+	var m levels.Move
+	c.auto, m = levels.Event(c.auto, c.opts.Table, sample, now, c.opts.rules())
+	if m.Moved() {
+		if t, ok := c.commit(now, SourceAuto, m.Reason, false); ok {
+			moves = append(moves, t)
 		}
 	}
-	st := c.publishLocked(now, SourceAuto, "automatic level now "+t.Level(c.auto.Level).Name)
+	st := c.publishLocked(now, SourceAuto, "automatic level now "+c.opts.Table.Level(c.auto.Level).Name)
 	c.mu.Unlock()
 
+	c.recordLine(now, levels.TriggerEvent, st, counts)
 	_ = c.announce(moves, st.Sequence != before) // a failed save is logged and retried on the next tick
 	c.sampleCh.broadcast()
 }

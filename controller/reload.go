@@ -86,6 +86,7 @@ func (c *Controller) Reconfigure(o Options) error {
 	}
 	st := c.publishLocked(now, SourceConfig, reason)
 	c.mu.Unlock()
+	c.recordLine(now, levels.TriggerReload, st, c.latencyCounts(o, now))
 	select {
 	case c.reload <- struct{}{}:
 	default:

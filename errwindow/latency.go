@@ -48,6 +48,28 @@ func (w *Window) Quantile(now time.Time, q float64) (ms float64, observations in
 	return quantile(&counts, observations, q), observations
 }
 
+// LatencyCounts returns the latency counts of the buckets Totals(now)
+// sums, one per bound of [LatencyBounds]: what the timeline records so
+// that a replay can compute any quantile with [QuantileOf]. It is safe for
+// concurrent use and implements the controller's LatencyCounter.
+func (w *Window) LatencyCounts(now time.Time) [NumLatencyBuckets]int64 { return w.latencies(now) }
+
+// QuantileOf returns the q-quantile, in milliseconds, of latency counts
+// such as LatencyCounts returns, and how many latencies they hold: what
+// [Window.Quantile] returns for the window that had those counts. Counts
+// beyond NumLatencyBuckets are ignored; with no latency it returns 0, 0.
+func QuantileOf(counts []int64, q float64) (ms float64, observations int64) {
+	var c [NumLatencyBuckets]int64
+	copy(c[:], counts)
+	for _, n := range c {
+		observations += n
+	}
+	if observations == 0 {
+		return 0, 0
+	}
+	return quantile(&c, observations, q), observations
+}
+
 // quantile interpolates the q-quantile of counts, whose sum n is > 0.
 func quantile(counts *[NumLatencyBuckets]int64, n int64, q float64) float64 {
 	if !(q > 0) {

@@ -157,3 +157,30 @@ func TestZeroValueHasNoLatency(t *testing.T) {
 		t.Errorf("Quantile(1969) = %v, %d; want 0, 0", ms, n)
 	}
 }
+
+// A replay computes the quantile from recorded counts: QuantileOf of
+// LatencyCounts is exactly what Quantile answered.
+func TestLatencyCountsReplayTheQuantile(t *testing.T) {
+	w, err := New(Options{Window: time.Minute, Buckets: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	w.RecordLatency(now, 90, 0, lat(6, 90))
+	w.RecordLatency(now.Add(10*time.Second), 0, 10, lat(8, 10))
+	at := now.Add(20 * time.Second)
+	counts := w.LatencyCounts(at)
+	if counts != lat(6, 90, 8, 10) {
+		t.Fatalf("LatencyCounts = %v, want 90 in bucket 6 and 10 in bucket 8", counts)
+	}
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
+		wantMS, wantN := w.Quantile(at, q)
+		gotMS, gotN := QuantileOf(counts[:], q)
+		if gotMS != wantMS || gotN != wantN {
+			t.Errorf("QuantileOf(counts, %g) = %g, %d; Quantile gave %g, %d", q, gotMS, gotN, wantMS, wantN)
+		}
+	}
+	if ms, n := QuantileOf(nil, 0.99); ms != 0 || n != 0 {
+		t.Errorf("QuantileOf(nil) = %g, %d, want 0, 0", ms, n)
+	}
+}

@@ -75,6 +75,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	root.AddCommand(
 		serveCmd(environ, stdout, stderr),
 		validateCmd(environ, stdout),
+		replayCmd(environ, stdout, stderr),
 		versionCmd(stdout),
 	)
 	root.AddCommand(clientCmds(environ, stdout)...)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/internal/timeline"
 	"github.com/degraded/degraded/signals"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -67,6 +69,8 @@ type Daemon struct {
 	reloadMu sync.Mutex         // one reload at a time (SIGHUP and POST /-/reload)
 	opts     controller.Options // in force; guarded by reloadMu after New
 
+	recorder *timeline.Recorder // the timeline; nil without a data_dir
+
 	pushed *signals.Pushed   // pushed custom signals; one store for the daemon's life
 	psi    *signals.Pressure // the PSI source in force, if any
 	runner queryRunner       // runs the Prometheus queries in force
@@ -107,6 +111,11 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	d.registry = prometheus.NewRegistry()
 	d.metrics = api.NewMetrics(d.registry, levelNames(opts))
 	opts.Observer, opts.Logger = d.metrics, d.log
+	if cfg.DataDir != "" {
+		d.recorder = timeline.New(timeline.Options{Dir: filepath.Join(cfg.DataDir, "timeline"), Settings: recordSettings(cfg),
+			Dropped: d.metrics.TimelineDropped, Logger: d.log})
+		opts.Recorder = d.recorder
+	}
 	if err := d.openState(cfg, o, &opts); err != nil {
 		d.Close()
 		return nil, err
@@ -167,11 +176,16 @@ func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
 	if d.load != nil {
 		reload = d.Reload
 	}
+	var tl api.Timeline
+	if d.recorder != nil {
+		tl = d.recorder
+	}
 	return api.NewServer(api.Deps{
 		Controller:     d.ctrl,
 		Outcomes:       d.window,
 		Reported:       d.ctrl.Reported,
 		Pusher:         d.pushed,
+		Timeline:       tl,
 		Tokens:         func() api.Tokens { return *d.tokens.Load() },
 		Reload:         reload,
 		Gatherer:       d.registry,

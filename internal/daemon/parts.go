@@ -11,6 +11,8 @@ import (
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/internal/timeline"
 	"github.com/degraded/degraded/signals"
 )
 
@@ -168,4 +170,12 @@ func (s observedStore) Save(p *controller.Persisted) error {
 		s.metrics.StateSaveFailed()
 	}
 	return err
+}
+
+// The error window feeds the timeline its latency counts.
+var _ controller.LatencyCounter = (*errwindow.Window)(nil)
+
+// recordSettings are the recorder's settings in cfg.
+func recordSettings(cfg *config.Config) timeline.Settings {
+	return timeline.Settings{Enabled: cfg.Record.Enabled, Retention: cfg.Record.Retention, MaxBytes: int64(cfg.Record.MaxBytes)}
 }

@@ -70,6 +70,9 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	}
 	d.opts = opts
 	d.tokens.Store(tokens)
+	if d.recorder != nil {
+		d.recorder.Configure(recordSettings(cfg))
+	}
 	d.metrics.SetLevelNames(levelNames(opts))
 	return nil
 }

@@ -23,6 +23,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stopRun()
 	d.runner.start(runCtx)
 	defer d.runner.stop()
+	// The recorder starts before the controller and stops after it, so
+	// that it writes every line the controller records.
+	recCtx, stopRec := context.WithCancel(context.Background())
+	recDone := make(chan struct{})
+	go func() {
+		defer close(recDone)
+		if d.recorder != nil {
+			_ = d.recorder.Run(recCtx) // returns recCtx.Err() once it has written the queue
+		}
+	}()
 	ctrlDone := make(chan error, 1)
 	go func() { ctrlDone <- d.ctrl.Run(runCtx) }()
 
@@ -60,7 +70,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	stopRun()
-	if err := <-ctrlDone; !errors.Is(err, context.Canceled) {
+	ctrlErr := <-ctrlDone
+	stopRec()
+	<-recDone
+	if err := ctrlErr; !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("state not saved at shutdown; the next start will resume from the last saved state: %w", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

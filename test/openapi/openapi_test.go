@@ -289,7 +289,8 @@ func TestOpenAPI(t *testing.T) {
 	var badConfig atomic.Bool
 	pushed := &signals.Pushed{}
 	pushed.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95"})
-	r := newRig(t, api.Deps{Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
+	tl := &fakeTimeline{}
+	r := newRig(t, api.Deps{Timeline: tl, Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
 		if badConfig.Load() {
 			return errBadConfig
 		}
@@ -488,6 +489,18 @@ func TestOpenAPI(t *testing.T) {
 	badConfig.Store(true)
 	run(exchange{name: "reload of an invalid config", method: "POST", target: "/-/reload", header: admin, want: 400})
 
+	// The recorded timeline: the admin token, RFC 3339 bounds, 404 when
+	// recording is off.
+	run(
+		exchange{name: "timeline", method: "GET", target: "/v1/timeline?from=2026-12-01T10:00:00Z&to=2026-12-01T11:00:00Z", header: admin, want: 200},
+		exchange{name: "timeline without a token", method: "GET", target: "/v1/timeline", want: 401},
+		exchange{name: "timeline with the report token", method: "GET", target: "/v1/timeline", header: report, want: 401},
+		exchange{name: "timeline with a bad from", method: "GET", target: "/v1/timeline?from=yesterday", header: admin, want: 400, spec: specSilent},
+		exchange{name: "timeline to before from", method: "GET", target: "/v1/timeline?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z", header: admin, want: 400, spec: specSilent},
+	)
+	tl.off.Store(true)
+	run(exchange{name: "timeline with recording off", method: "GET", target: "/v1/timeline", header: admin, want: 404})
+
 	// The subscriber limit and the stream cap: MaxSubscribers and
 	// MaxStreams are 1 and one stream is open.
 	run(
@@ -508,7 +521,7 @@ func TestOpenAPI(t *testing.T) {
 
 	// Without an admin token, a Host that is not loopback, the listen host
 	// or allowed is 421 on every operation (DNS rebinding).
-	open := newRig(t, api.Deps{Reload: func() error { return nil }})
+	open := newRig(t, api.Deps{Reload: func() error { return nil }, Timeline: &fakeTimeline{}})
 	openSrv := httptest.NewServer(open.h)
 	defer openSrv.Close()
 	for path, item := range c.doc.Paths.Map() {

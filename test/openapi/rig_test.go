@@ -1,6 +1,8 @@
 package openapi_test
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -93,3 +95,13 @@ type configError string
 func (e configError) Error() string { return string(e) }
 
 const errBadConfig = configError("health_check_interval: must be > 0 (was 0s)")
+
+// fakeTimeline serves one recorded line, or is off.
+type fakeTimeline struct{ off atomic.Bool }
+
+func (f *fakeTimeline) Enabled() bool { return !f.off.Load() }
+
+func (f *fakeTimeline) WriteRange(_ context.Context, w io.Writer, _, _ time.Time) error {
+	_, err := io.WriteString(w, `{"v":1,"at":"2026-12-01T10:00:00Z","trigger":"tick","signals":{},"window":{"attempts":0,"failures":0,"latency_counts":null},"published":"Normal","recommended":"Normal","source":"auto","override":null,"fleet_override":null,"jitter_r":0}`+"\n")
+	return err
+}

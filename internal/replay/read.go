@@ -1,0 +1,247 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/degraded/degraded/levels"
+)
+
+// Files expands paths into timeline files: a file is itself, a directory
+// gives its *.jsonl files in name order.
+func Files(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("timeline %s: %w", p, err)
+		}
+		if !info.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("timeline %s: %w", p, err)
+		}
+		var names []string
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".jsonl") && !e.IsDir() {
+				names = append(names, filepath.Join(p, e.Name()))
+			}
+		}
+		slices.Sort(names)
+		out = append(out, names...)
+	}
+	return out, nil
+}
+
+// stream reads one file's lines in order, each with its "at" read ahead
+// of the full parse, so that files merge without being parsed twice.
+type stream struct {
+	f    *os.File
+	br   *bufio.Reader
+	next []byte
+	at   time.Time
+	err  error
+}
+
+// advance reads the stream's next line whose "at" reads; it returns false
+// at the end. Lines without one are counted in *corrupt and skipped.
+func (s *stream) advance(corrupt *int) bool {
+	for {
+		b, err := s.br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			if at, ok := atOf(b); ok {
+				s.next, s.at = b, at
+				return true
+			}
+			*corrupt++
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.err = err
+			}
+			return false
+		}
+	}
+}
+
+// atOf reads the "at" of a line the recorder wrote, without parsing the
+// rest; the full parse checks the line.
+func atOf(b []byte) (time.Time, bool) {
+	const key = `"at":"`
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return time.Time{}, false
+	}
+	rest := b[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	return at, err == nil
+}
+
+// parse reads one timeline line and reports whether it is valid: JSON,
+// v 1, an at and a known trigger.
+func parse(b []byte, l *levels.Line) bool {
+	if json.Unmarshal(b, l) != nil || l.V != levels.LineVersion || l.At.IsZero() {
+		return false
+	}
+	switch l.Trigger {
+	case levels.TriggerStart, levels.TriggerTick, levels.TriggerEvent, levels.TriggerReload:
+		return true
+	}
+	return false
+}
+
+// merged is a heap of streams by the time of their next line.
+type merged []*stream
+
+func (m merged) Len() int           { return len(m) }
+func (m merged) Less(i, j int) bool { return m[i].at.Before(m[j].at) }
+func (m merged) Swap(i, j int)      { m[i], m[j] = m[j], m[i] }
+func (m *merged) Push(x any)        { *m = append(*m, x.(*stream)) }
+func (m *merged) Pop() any {
+	old := *m
+	s := old[len(old)-1]
+	*m = old[:len(old)-1]
+	return s
+}
+
+// batchSize is how many lines a parse worker takes at a time.
+const batchSize = 512
+
+// batch is a run of merged lines, parsed by a worker; done is closed once
+// lines and ok are filled.
+type batch struct {
+	raw   [][]byte
+	lines []levels.Line
+	ok    []bool
+	done  chan struct{}
+}
+
+// each calls fn with every valid line of files, merged by at, dropping a
+// line with the same at and trigger as the one before it (the same file
+// given twice, or a directory and a file in it). The files are read as
+// streams, never held in memory; lines are parsed by one worker per CPU
+// and handed to fn in order. It returns the number of corrupt lines
+// skipped.
+func each(files []string, fn func(levels.Line)) (corrupt int, err error) {
+	h, closeAll, corrupt, err := open(files)
+	defer closeAll()
+	if err != nil {
+		return corrupt, err
+	}
+	work := make(chan *batch)
+	ordered := make(chan *batch, 2*runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for b := range work {
+				for i, raw := range b.raw {
+					b.ok[i] = parse(raw, &b.lines[i])
+				}
+				close(b.done)
+			}
+		})
+	}
+	var readErr error
+	var readCorrupt int
+	wg.Go(func() {
+		defer close(ordered)
+		defer close(work)
+		readErr = produce(&h, &readCorrupt, func(b *batch) {
+			ordered <- b
+			work <- b
+		})
+	})
+	var last levels.Line
+	for b := range ordered {
+		<-b.done
+		for i := range b.raw {
+			l := b.lines[i]
+			switch {
+			case !b.ok[i]:
+				corrupt++
+			case l.At.Equal(last.At) && l.Trigger == last.Trigger:
+			default:
+				fn(l)
+				last = l
+			}
+		}
+	}
+	wg.Wait()
+	return corrupt + readCorrupt, readErr
+}
+
+// open opens files and reads the first line of each into a heap.
+func open(files []string) (h merged, closeAll func(), corrupt int, err error) {
+	var all []*os.File
+	closeAll = func() {
+		for _, f := range all {
+			f.Close()
+		}
+	}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, closeAll, corrupt, fmt.Errorf("timeline: %w", err)
+		}
+		all = append(all, f)
+		s := &stream{f: f, br: bufio.NewReaderSize(f, 256<<10)}
+		if s.advance(&corrupt) {
+			h = append(h, s)
+		} else if s.err != nil {
+			return nil, closeAll, corrupt, fmt.Errorf("timeline %s: %w", name, s.err)
+		}
+	}
+	heap.Init(&h)
+	return h, closeAll, corrupt, nil
+}
+
+// produce merges the streams of h into batches, in order of at, and
+// hands each to send.
+func produce(h *merged, corrupt *int, send func(*batch)) error {
+	newBatch := func() *batch { return &batch{raw: make([][]byte, 0, batchSize), done: make(chan struct{})} }
+	b := newBatch()
+	flush := func() {
+		if len(b.raw) > 0 {
+			b.lines, b.ok = make([]levels.Line, len(b.raw)), make([]bool, len(b.raw))
+			send(b)
+			b = newBatch()
+		}
+	}
+	for h.Len() > 0 {
+		s := (*h)[0]
+		b.raw = append(b.raw, s.next)
+		if len(b.raw) == batchSize {
+			flush()
+		}
+		if s.advance(corrupt) {
+			heap.Fix(h, 0)
+			continue
+		}
+		if s.err != nil {
+			flush()
+			return fmt.Errorf("timeline %s: %w", s.f.Name(), s.err)
+		}
+		heap.Pop(h)
+	}
+	flush()
+	return nil
+}

@@ -1,0 +1,10 @@
+// Package timeline records the controller's timeline: one JSON line per
+// evaluation (levels.Line) in daily files data_dir/timeline/YYYY-MM-DD.jsonl,
+// named by UTC date, and reads a time range of them back for GET
+// /v1/timeline. Recording never blocks the health loop: lines go through a
+// bounded buffer to one writer goroutine, and a line that does not fit, or
+// cannot be written, is dropped and counted. Old files are deleted by age
+// and by total size.
+//
+// It is not the replay: internal/replay reads the files and runs the rules.
+package timeline

@@ -60,6 +60,8 @@ type Config struct {
 	TLS     TLS     `koanf:"tls"`
 	SSE     SSE     `koanf:"sse"`
 	Log     Log     `koanf:"log"`
+	// Fleet is fleet mode (config/fleet.go).
+	Fleet Fleet `koanf:"fleet"`
 	// Levels are the configured levels, least severe first, Normal excluded.
 	// Convert them with [Config.Table].
 	Levels []Level `koanf:"levels"`

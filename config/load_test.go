@@ -68,6 +68,8 @@ func TestDefaultsMatchDesign(t *testing.T) {
 		},
 		SSE: SSE{Heartbeat: 15 * time.Second, MaxSubscribers: 20000, WriteTimeout: 10 * time.Second},
 		Log: Log{Level: "info", Format: "text"},
+		Fleet: Fleet{Prefix: "/degraded/", ErrorRateScope: "local",
+			Etcd: Etcd{Endpoints: []string{"http://127.0.0.1:2379"}, DialTimeout: 5 * time.Second}},
 		Levels: []Level{
 			{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: ptr(1), CPUPercent: ptr(60), MemoryPercent: ptr(60), Disable: []string{}},
 			{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: ptr(5), CPUPercent: ptr(70), MemoryPercent: ptr(70), Disable: []string{}},

@@ -105,6 +105,9 @@ type Options struct {
 	Observer Observer
 	// Logger logs transitions and failures; nil discards.
 	Logger *slog.Logger
+	// Fleet is fleet mode's identity for the state document; nil when
+	// fleet mode is off. Fleet overrides arrive by ApplyFleet.
+	Fleet *FleetInfo
 }
 
 // rules are the options the pure rules of levels.Next take.
@@ -154,7 +157,8 @@ type Controller struct {
 	auto     levels.Auto // the automatic level, computed even under an override
 	ovr      *Override
 	ovrIndex int
-	ovrEnds  time.Time // ExpiresAt with the monotonic reading, while this process runs
+	ovrEnds  time.Time  // ExpiresAt with the monotonic reading, while this process runs
+	fleet    fleetLayer // the fleet override, between auto and ovr (fleet.go)
 	seq      uint64
 	history  []Transition    // oldest first, at most HistoryLimit
 	errSince time.Time       // when the error window came into use

@@ -46,7 +46,7 @@ func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 		return nil, err
 	}
 	now := time.Now()
-	if c.ovr == nil {
+	if c.ovr == nil && c.fleet.ovr == nil {
 		c.auto.Level, c.auto.Since = c.pub, c.since
 	}
 	name := c.opts.Table.Level(idx).Name // the table's spelling: names match case-insensitively
@@ -81,7 +81,9 @@ func (c *Controller) ClearOverride() (*State, error) {
 // endOverride removes the override without moving the published level:
 // the automatic level takes over from it. c.mu must be held.
 func (c *Controller) endOverride(now time.Time, reason string) Transition {
-	c.auto = levels.Auto{Level: c.pub, Since: c.since, Recommended: c.auto.Recommended, Seen: c.auto.Seen}
+	if c.fleet.ovr == nil {
+		c.auto = levels.Auto{Level: c.pub, Since: c.since, Recommended: c.auto.Recommended, Seen: c.auto.Seen}
+	}
 	c.ovr = nil
 	m, _ := c.commit(now, SourceOverride, reason, true)
 	return m

@@ -45,6 +45,8 @@ type State struct {
 	EarliestRecoveryAt *time.Time `json:"earliest_recovery_at"`
 	Sequence           uint64     `json:"sequence"`
 	Override           *Override  `json:"override"`
+	// Fleet is fleet mode's object (fleet.go); absent when it is off.
+	Fleet *FleetState `json:"fleet,omitempty"`
 	// Signals is what the last health check measured: each signal's value
 	// (null without one) and state, as levels.Sample writes them.
 	Signals levels.Sample `json:"signals"`

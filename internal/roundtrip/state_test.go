@@ -47,6 +47,9 @@ func fullState() controller.State {
 			LatencyObservations: 990,
 			SampledAt:           sampled,
 		},
+		Fleet: &controller.FleetState{Name: "shop", Instance: "web-1", Connected: true,
+			Override: &controller.FleetOverride{Override: controller.Override{Level: "Major", Mode: controller.ModePin,
+				Reason: "INC-41", SetAt: at, ExpiresAt: at.Add(time.Hour)}, TTL: time.Hour, ModRevision: 17}},
 		Blind: true, // not published (json:"-"), set so that no field is left zero
 	}
 }

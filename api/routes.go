@@ -39,6 +39,15 @@ func (s *server) routes() http.Handler {
 	r.Get("/v1/override", handleGetOverride(s.Controller))
 	r.With(s.requireToken(adminToken, routeOverride)).Put("/v1/override", handleSetOverride(s.Controller))
 	r.With(s.requireToken(adminToken, routeOverride)).Delete("/v1/override", handleClearOverride(s.Controller))
+	if s.Fleet == nil {
+		r.HandleFunc("/v1/fleet", handleFleetOff())
+		r.HandleFunc("/v1/fleet/*", handleFleetOff())
+	} else {
+		r.Get("/v1/fleet", handleGetFleet(s.Fleet))
+		r.Get("/v1/fleet/history", handleFleetHistory(s.Fleet))
+		r.With(s.requireToken(adminToken, routeFleetOverride)).Put("/v1/fleet/override", handleSetFleetOverride(s.Controller, s.Fleet))
+		r.With(s.requireToken(adminToken, routeFleetOverride)).Delete("/v1/fleet/override", handleClearFleetOverride(s.Fleet))
+	}
 	if s.Reload != nil {
 		r.With(s.requireToken(adminToken, routeReload)).Post("/-/reload", handleReload(s.Reload, s.Logger))
 	}

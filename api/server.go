@@ -80,6 +80,8 @@ type Deps struct {
 	Reported func()
 	// Pusher takes PUT /v1/signals/{name}; nil makes it a 404.
 	Pusher Pusher
+	// Fleet serves /v1/fleet*; nil (fleet mode off) makes them 404.
+	Fleet FleetService
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

@@ -30,17 +30,7 @@ type OverrideRequest struct {
 // ErrNotSaved.
 func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	c.mu.Lock()
-	idx, err := c.opts.Table.Index(r.Level)
-	switch {
-	case err != nil:
-		err = fmt.Errorf("%w: level: %w", ErrInvalidOverride, err)
-	case r.Mode != ModePin && r.Mode != ModeFloor:
-		err = fmt.Errorf("%w: mode must be pin or floor (was %q)", ErrInvalidOverride, r.Mode)
-	case r.TTL < time.Second || r.TTL > c.opts.MaxOverrideTTL:
-		err = fmt.Errorf("%w: ttl must be between 1s and %s (was %s)", ErrInvalidOverride, c.opts.MaxOverrideTTL, r.TTL)
-	case r.Reason == "" || utf8.RuneCountInString(r.Reason) > MaxReasonLength:
-		err = fmt.Errorf("%w: reason must be 1 to %d characters (was %d)", ErrInvalidOverride, MaxReasonLength, utf8.RuneCountInString(r.Reason))
-	}
+	idx, err := c.checkOverride(r)
 	if err != nil {
 		c.mu.Unlock()
 		return nil, err
@@ -76,6 +66,37 @@ func (c *Controller) ClearOverride() (*State, error) {
 	st := c.publishLocked(now, SourceOverride, m.Reason)
 	c.mu.Unlock()
 	return st, c.announce([]Transition{m}, true)
+}
+
+// checkOverride validates r and returns its level's index. c.mu must be
+// held.
+func (c *Controller) checkOverride(r OverrideRequest) (int, error) {
+	idx, err := c.opts.Table.Index(r.Level)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: level: %w", ErrInvalidOverride, err)
+	case r.Mode != ModePin && r.Mode != ModeFloor:
+		err = fmt.Errorf("%w: mode must be pin or floor (was %q)", ErrInvalidOverride, r.Mode)
+	case r.TTL < time.Second || r.TTL > c.opts.MaxOverrideTTL:
+		err = fmt.Errorf("%w: ttl must be between 1s and %s (was %s)", ErrInvalidOverride, c.opts.MaxOverrideTTL, r.TTL)
+	case r.Reason == "" || utf8.RuneCountInString(r.Reason) > MaxReasonLength:
+		err = fmt.Errorf("%w: reason must be 1 to %d characters (was %d)", ErrInvalidOverride, MaxReasonLength, utf8.RuneCountInString(r.Reason))
+	}
+	return idx, err
+}
+
+// CheckOverride validates r as SetOverride does (the fleet override takes
+// the same body), and returns it with the level spelled as the table
+// spells it. Errors wrap ErrInvalidOverride.
+func (c *Controller) CheckOverride(r OverrideRequest) (OverrideRequest, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idx, err := c.checkOverride(r)
+	if err != nil {
+		return OverrideRequest{}, err
+	}
+	r.Level = c.opts.Table.Level(idx).Name
+	return r, nil
 }
 
 // endOverride removes the override without moving the published level:

@@ -153,7 +153,7 @@ func (f *Fleet) session(ctx context.Context) (bool, error) {
 		_, _ = cli.Revoke(rctx, lease.ID)
 		rcancel()
 	}()
-	rev, err := f.readAll(ctx, cli)
+	rev, u, err := f.readAll(ctx, cli)
 	if err != nil {
 		return false, err
 	}
@@ -163,6 +163,7 @@ func (f *Fleet) session(ctx context.Context) (bool, error) {
 	}
 	wch := cli.Watch(clientv3.WithRequireLeader(ctx), f.keys.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	f.setConnected(true, nil)
+	f.deliver(u) // after connected: whoever sees the update sees the member connected
 	// A report given before the session started is written at once.
 	if err := f.putReport(ctx, cli, lease.ID); err != nil {
 		return true, err
@@ -201,8 +202,9 @@ func (f *Fleet) session(ctx context.Context) (bool, error) {
 }
 
 // readAll reads the override and the instances at one revision, replaces
-// what the Fleet held with them, and returns that revision.
-func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (int64, error) {
+// the instances the Fleet held with them, and returns that revision and
+// the override update to deliver.
+func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (int64, OverrideUpdate, error) {
 	octx, ocancel := f.op(ctx)
 	defer ocancel()
 	resp, err := cli.Txn(octx).Then(
@@ -210,7 +212,7 @@ func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (int64, error
 		clientv3.OpGet(f.keys.instances(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
-		return 0, unavailable(ctx, "read the fleet", err)
+		return 0, OverrideUpdate{}, unavailable(ctx, "read the fleet", err)
 	}
 	rev := resp.Header.Revision
 	u := OverrideUpdate{Revision: rev}
@@ -227,8 +229,7 @@ func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (int64, error
 	f.mu.Lock()
 	f.instances = insts
 	f.mu.Unlock()
-	f.deliver(u)
-	return rev, nil
+	return rev, u, nil
 }
 
 func (f *Fleet) decodeOverride(kv *mvccpb.KeyValue) OverrideUpdate {

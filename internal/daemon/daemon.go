@@ -67,6 +67,7 @@ type Daemon struct {
 	reloadMu sync.Mutex         // one reload at a time (SIGHUP and POST /-/reload)
 	opts     controller.Options // in force; guarded by reloadMu after New
 
+	fleet  *fleetService     // fleet mode (fleet.go); nil when off
 	pushed *signals.Pushed   // pushed custom signals; one store for the daemon's life
 	psi    *signals.Pressure // the PSI source in force, if any
 	runner queryRunner       // runs the Prometheus queries in force
@@ -107,9 +108,16 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	d.registry = prometheus.NewRegistry()
 	d.metrics = api.NewMetrics(d.registry, levelNames(opts))
 	opts.Observer, opts.Logger = d.metrics, d.log
+	if err := d.openFleet(cfg, &opts); err != nil {
+		return nil, err
+	}
+	api.RegisterFleetMetrics(d.registry, d.fleetStatus())
 	if err := d.openState(cfg, o, &opts); err != nil {
 		d.Close()
 		return nil, err
+	}
+	if d.fleet != nil {
+		d.fleet.ctrl = d.ctrl
 	}
 	maxConns, err := api.ConnectionLimit(cfg.MaxConnections)
 	if err != nil {
@@ -184,6 +192,7 @@ func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
 		ListenHost:     listenHost(cfg.Listen),
 		AllowedHosts:   func() []string { return d.cfg.Load().AllowedHosts },
 		Logger:         d.log,
+		Fleet:          d.fleetAPI(),
 	})
 }
 

@@ -23,6 +23,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stopRun()
 	d.runner.start(runCtx)
 	defer d.runner.stop()
+	fleetDone := d.startFleet(runCtx)
 	ctrlDone := make(chan error, 1)
 	go func() { ctrlDone <- d.ctrl.Run(runCtx) }()
 
@@ -60,6 +61,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	stopRun()
+	<-fleetDone
 	if err := <-ctrlDone; !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("state not saved at shutdown; the next start will resume from the last saved state: %w", err)
 	}

@@ -93,7 +93,7 @@ func TestDaemonsFollowTheFleetOverride(t *testing.T) {
 		_, body := call(t, "GET", ds[1].URL+"/v1/fleet", "")
 		var v struct {
 			Instances []struct{ Instance string } `json:"instances"`
-			Levels    map[string]int            `json:"levels"`
+			Levels    map[string]int              `json:"levels"`
 		}
 		_ = json.Unmarshal([]byte(body), &v)
 		return len(v.Instances) == 3 && v.Levels["Major"] == 3

@@ -108,6 +108,9 @@ type Options struct {
 	// Fleet is fleet mode's identity for the state document; nil when
 	// fleet mode is off. Fleet overrides arrive by ApplyFleet.
 	Fleet *FleetInfo
+	// FleetErrors, when set (error_rate_scope: fleet), makes the error
+	// rate the fleet's; nil keeps it local.
+	FleetErrors FleetErrorRate
 }
 
 // rules are the options the pure rules of levels.Next take.

@@ -3,6 +3,8 @@ package controller
 import (
 	"fmt"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // SourceFleet: the fleet override decided (fleet mode).
@@ -191,4 +193,27 @@ func (c *Controller) restoreFleet(now time.Time, p *Persisted) {
 		o.ExpiresAt = limit.UTC()
 	}
 	c.fleet.ovr, c.fleet.index, c.fleet.ends = &o, idx, o.ExpiresAt
+}
+
+// FleetErrorRate is the fleet's error window (error_rate_scope: fleet):
+// the sums over the live instances' reported windows and how many
+// instances reported; ok is false when etcd cannot be reached.
+type FleetErrorRate interface {
+	ErrorRate() (attempts, failures int64, instances int, ok bool)
+}
+
+// fleetWindow returns the window the error rate is computed from: the
+// fleet's when fleet is set and reachable, else the local attempts and
+// failures; it notes which in sample for the reason.
+func fleetWindow(fleet FleetErrorRate, sample *levels.Sample, attempts, failures int64) (int64, int64) {
+	if fleet == nil {
+		return attempts, failures
+	}
+	fa, ff, n, ok := fleet.ErrorRate()
+	if !ok {
+		sample.ErrorRateNote = " (local: fleet unreachable)"
+		return attempts, failures
+	}
+	sample.ErrorRateLabel, sample.ErrorRateNote = "fleet error_rate", fmt.Sprintf(" over %d instances", n)
+	return fa, ff
 }

@@ -212,3 +212,46 @@ func TestFleetOverrideSurvivesRestart(t *testing.T) {
 		}
 	})
 }
+
+// fakeFleetErrors is the fleet's summed window; ok false is etcd gone.
+type fakeFleetErrors struct {
+	attempts, failures int64
+	instances          int
+	ok                 bool
+}
+
+func (f *fakeFleetErrors) ErrorRate() (int64, int64, int, bool) {
+	return f.attempts, f.failures, f.instances, f.ok
+}
+
+func TestFleetErrorRate(t *testing.T) {
+	tests := []struct {
+		name       string
+		fleet      *fakeFleetErrors
+		local      [2]int64
+		want       string
+		wantReason string
+	}{
+		{"the fleet's window decides, and the reason says so", &fakeFleetErrors{1000, 120, 7, true}, [2]int64{100, 0},
+			"Major", "fleet error_rate 12.00% > 10% (Major) over 7 instances"},
+		{"min_throughput applies to the sum", &fakeFleetErrors{9, 9, 3, true}, [2]int64{100, 50}, "Normal", ""},
+		{"etcd unreachable: the local window, and the reason says so", &fakeFleetErrors{ok: false}, [2]int64{100, 12},
+			"Major", "error_rate 12.00% > 10% (Major) (local: fleet unreachable)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, Options{FleetErrors: tt.fleet, MinThroughput: 10})
+				r.errs.set(tt.local[0], tt.local[1])
+				r.c.Check(context.Background())
+				st := r.c.State()
+				if st.Level != tt.want || (tt.wantReason != "" && st.Reason != tt.wantReason) {
+					t.Errorf("level %s reason %q, want %s %q", st.Level, st.Reason, tt.want, tt.wantReason)
+				}
+				if st.Signals.WindowAttempts != tt.local[0] {
+					t.Errorf("window_attempts %d, want the local %d: reports carry the local window", st.Signals.WindowAttempts, tt.local[0])
+				}
+			})
+		})
+	}
+}

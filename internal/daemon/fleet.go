@@ -55,6 +55,7 @@ func (d *Daemon) openFleet(cfg *config.Config, opts *controller.Options) error {
 	}
 	d.fleet = &fleetService{f: f, log: d.log}
 	opts.Fleet = &controller.FleetInfo{Name: cfg.Fleet.Name, Instance: instance, Connected: f.Connected}
+	opts.FleetErrors = d.fleetErrors(cfg)
 	return nil
 }
 
@@ -226,3 +227,14 @@ func (s *fleetService) History(ctx context.Context, limit int) ([]api.FleetAudit
 	}
 	return out, nil
 }
+
+// fleetErrors is the controller's fleet error window when
+// error_rate_scope is fleet; nil otherwise (a nil interface).
+func (d *Daemon) fleetErrors(cfg *config.Config) controller.FleetErrorRate {
+	if d.fleet == nil || cfg.Fleet.ErrorRateScope != "fleet" {
+		return nil
+	}
+	return d.fleet.f
+}
+
+var _ controller.FleetErrorRate = (*fleet.Fleet)(nil)

@@ -66,7 +66,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	opts.Observer, opts.Logger, opts.Store, opts.Fleet = d.opts.Observer, d.opts.Logger, d.opts.Store, d.opts.Fleet
+	opts.Observer, opts.Logger, opts.Store, opts.Fleet, opts.FleetErrors = d.opts.Observer, d.opts.Logger, d.opts.Store, d.opts.Fleet, d.opts.FleetErrors
 	if err := d.ctrl.Reconfigure(opts); err != nil {
 		return err
 	}

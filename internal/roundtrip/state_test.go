@@ -46,6 +46,8 @@ func fullState() controller.State {
 			WindowFailures:      120,
 			LatencyObservations: 990,
 			SampledAt:           sampled,
+			ErrorRateLabel:      "fleet error_rate", // not published
+			ErrorRateNote:       " over 7 instances",
 		},
 		Fleet: &controller.FleetState{Name: "shop", Instance: "web-1", Connected: true,
 			Override: &controller.FleetOverride{Override: controller.Override{Level: "Major", Mode: controller.ModePin,

@@ -235,3 +235,18 @@ func TestAuditHistory(t *testing.T) {
 		t.Errorf("History(2) = %+v, want the 2 newest", h2)
 	}
 }
+
+func TestTwoProcessesUnderOneInstanceNameConflict(t *testing.T) {
+	etcd := startEtcd(t)
+	a, b, c := member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-2")
+	connected(t, a, b, c)
+	for _, m := range []*fleet.Fleet{a, b, c} {
+		m.Report(fleet.Report{Level: "Normal", Source: "auto", At: time.Now()})
+	}
+	for _, m := range []*fleet.Fleet{a, b} {
+		eventually(t, 5*time.Second, "a process sharing web-1 notices the other", m.Conflict)
+	}
+	if c.Conflict() {
+		t.Error("web-2, alone under its name, reports a conflict")
+	}
+}

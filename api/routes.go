@@ -42,6 +42,15 @@ func (s *server) routes() http.Handler {
 	if s.Timeline != nil {
 		r.With(s.requireToken(adminToken, routeTimeline)).Get("/v1/timeline", handleTimeline(s.Timeline))
 	}
+	if s.Fleet == nil {
+		r.HandleFunc("/v1/fleet", handleFleetOff())
+		r.HandleFunc("/v1/fleet/*", handleFleetOff())
+	} else {
+		r.Get("/v1/fleet", handleGetFleet(s.Fleet))
+		r.Get("/v1/fleet/history", handleFleetHistory(s.Fleet))
+		r.With(s.requireToken(adminToken, routeFleetOverride)).Put("/v1/fleet/override", handleSetFleetOverride(s.Controller, s.Fleet))
+		r.With(s.requireToken(adminToken, routeFleetOverride)).Delete("/v1/fleet/override", handleClearFleetOverride(s.Fleet))
+	}
 	if s.Reload != nil {
 		r.With(s.requireToken(adminToken, routeReload)).Post("/-/reload", handleReload(s.Reload, s.Logger))
 	}

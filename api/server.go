@@ -82,6 +82,8 @@ type Deps struct {
 	Pusher Pusher
 	// Timeline serves GET /v1/timeline; nil (no data_dir) makes it a 404.
 	Timeline Timeline
+	// Fleet serves /v1/fleet*; nil (fleet mode off) makes them 404.
+	Fleet FleetService
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

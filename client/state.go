@@ -52,6 +52,8 @@ type State struct {
 	Shadow bool `json:"shadow"`
 	// Signals is what the last health check measured.
 	Signals Signals `json:"signals"`
+	// Fleet is fleet mode's object (client/fleet.go); nil when it is off.
+	Fleet *FleetState `json:"fleet,omitempty"`
 }
 
 // Override is an operator's pin or floor of the level.

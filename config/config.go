@@ -66,6 +66,8 @@ type Config struct {
 	Log     Log     `koanf:"log"`
 	// Record configures the timeline recording.
 	Record Record `koanf:"record"`
+	// Fleet is fleet mode (config/fleet.go).
+	Fleet Fleet `koanf:"fleet"`
 	// Levels are the configured levels, least severe first, Normal excluded.
 	// Convert them with [Config.Table].
 	Levels []Level `koanf:"levels"`

@@ -72,6 +72,8 @@ func TestDefaultsMatchDesign(t *testing.T) {
 
 		Record: Record{Enabled: true, Retention: 168 * time.Hour, MaxBytes: 256 << 20},
 
+		Fleet: Fleet{Prefix: "/degraded/", ErrorRateScope: "local",
+			Etcd: Etcd{Endpoints: []string{"http://127.0.0.1:2379"}, DialTimeout: 5 * time.Second}},
 		Levels: []Level{
 			{Name: "Minor", PriorityThreshold: 10, ErrorRatePercent: ptr(1), CPUPercent: ptr(60), MemoryPercent: ptr(60), Disable: []string{}},
 			{Name: "Moderate", PriorityThreshold: 30, ErrorRatePercent: ptr(5), CPUPercent: ptr(70), MemoryPercent: ptr(70), Disable: []string{}},

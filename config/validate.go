@@ -70,6 +70,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 
 	v.auth(c.Auth)
 	v.tls(c.TLS)
+	v.fleet(c.Fleet)
 
 	v.atLeast("sse.heartbeat", c.SSE.Heartbeat, time.Second)
 	if c.SSE.MaxSubscribers < 1 {

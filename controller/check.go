@@ -71,6 +71,7 @@ func sampleWindow(o Options, since, now time.Time, sample levels.Sample) levels.
 	if o.Errors != nil {
 		a, f := o.Errors.Totals(now)
 		sample.WindowAttempts, sample.WindowFailures = a, f
+		a, f = fleetWindow(o.FleetErrors, &sample, a, f)
 		enough := a > 0 && a >= o.MinThroughput
 		delete(sample.Values, levels.ErrorRate)
 		if enough {

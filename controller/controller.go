@@ -113,6 +113,12 @@ type Options struct {
 	// nothing. Like Store, Observer and Logger, the one given to New is
 	// kept across Reconfigure.
 	Recorder Recorder
+	// Fleet is fleet mode's identity for the state document; nil when
+	// fleet mode is off. Fleet overrides arrive by ApplyFleet.
+	Fleet *FleetInfo
+	// FleetErrors, when set (error_rate_scope: fleet), makes the error
+	// rate the fleet's; nil keeps it local.
+	FleetErrors FleetErrorRate
 }
 
 // rules are the options the pure rules of levels.Next take.
@@ -162,7 +168,8 @@ type Controller struct {
 	auto     levels.Auto // the automatic level, computed even under an override
 	ovr      *Override
 	ovrIndex int
-	ovrEnds  time.Time // ExpiresAt with the monotonic reading, while this process runs
+	ovrEnds  time.Time  // ExpiresAt with the monotonic reading, while this process runs
+	fleet    fleetLayer // the fleet override, between auto and ovr (fleet.go)
 	seq      uint64
 	history  []Transition    // oldest first, at most HistoryLimit
 	errSince time.Time       // when the error window came into use

@@ -30,23 +30,13 @@ type OverrideRequest struct {
 // ErrNotSaved.
 func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 	c.mu.Lock()
-	idx, err := c.opts.Table.Index(r.Level)
-	switch {
-	case err != nil:
-		err = fmt.Errorf("%w: level: %w", ErrInvalidOverride, err)
-	case r.Mode != ModePin && r.Mode != ModeFloor:
-		err = fmt.Errorf("%w: mode must be pin or floor (was %q)", ErrInvalidOverride, r.Mode)
-	case r.TTL < time.Second || r.TTL > c.opts.MaxOverrideTTL:
-		err = fmt.Errorf("%w: ttl must be between 1s and %s (was %s)", ErrInvalidOverride, c.opts.MaxOverrideTTL, r.TTL)
-	case r.Reason == "" || utf8.RuneCountInString(r.Reason) > MaxReasonLength:
-		err = fmt.Errorf("%w: reason must be 1 to %d characters (was %d)", ErrInvalidOverride, MaxReasonLength, utf8.RuneCountInString(r.Reason))
-	}
+	idx, err := c.checkOverride(r)
 	if err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
 	now := time.Now()
-	if c.ovr == nil {
+	if c.ovr == nil && c.fleet.ovr == nil {
 		c.auto.Level, c.auto.Since = c.pub, c.since
 	}
 	name := c.opts.Table.Level(idx).Name // the table's spelling: names match case-insensitively
@@ -78,10 +68,43 @@ func (c *Controller) ClearOverride() (*State, error) {
 	return st, c.announce([]Transition{m}, true)
 }
 
+// checkOverride validates r and returns its level's index. c.mu must be
+// held.
+func (c *Controller) checkOverride(r OverrideRequest) (int, error) {
+	idx, err := c.opts.Table.Index(r.Level)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: level: %w", ErrInvalidOverride, err)
+	case r.Mode != ModePin && r.Mode != ModeFloor:
+		err = fmt.Errorf("%w: mode must be pin or floor (was %q)", ErrInvalidOverride, r.Mode)
+	case r.TTL < time.Second || r.TTL > c.opts.MaxOverrideTTL:
+		err = fmt.Errorf("%w: ttl must be between 1s and %s (was %s)", ErrInvalidOverride, c.opts.MaxOverrideTTL, r.TTL)
+	case r.Reason == "" || utf8.RuneCountInString(r.Reason) > MaxReasonLength:
+		err = fmt.Errorf("%w: reason must be 1 to %d characters (was %d)", ErrInvalidOverride, MaxReasonLength, utf8.RuneCountInString(r.Reason))
+	}
+	return idx, err
+}
+
+// CheckOverride validates r as SetOverride does (the fleet override takes
+// the same body), and returns it with the level spelled as the table
+// spells it. Errors wrap ErrInvalidOverride.
+func (c *Controller) CheckOverride(r OverrideRequest) (OverrideRequest, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idx, err := c.checkOverride(r)
+	if err != nil {
+		return OverrideRequest{}, err
+	}
+	r.Level = c.opts.Table.Level(idx).Name
+	return r, nil
+}
+
 // endOverride removes the override without moving the published level:
 // the automatic level takes over from it. c.mu must be held.
 func (c *Controller) endOverride(now time.Time, reason string) Transition {
-	c.auto = levels.Auto{Level: c.pub, Since: c.since, Recommended: c.auto.Recommended, Seen: c.auto.Seen}
+	if c.fleet.ovr == nil {
+		c.auto = levels.Auto{Level: c.pub, Since: c.since, Recommended: c.auto.Recommended, Seen: c.auto.Seen}
+	}
 	c.ovr = nil
 	m, _ := c.commit(now, SourceOverride, reason, true)
 	return m

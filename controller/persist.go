@@ -45,6 +45,7 @@ func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
 		}
 		c.ovr, c.ovrIndex, c.ovrEnds = &o, idx, o.ExpiresAt
 	}
+	c.restoreFleet(now, p)
 	if !p.CleanShutdown || recovered {
 		n := p.Sequence
 		c.seq = max(p.SequenceCeiling, p.Sequence)
@@ -129,6 +130,10 @@ func (c *Controller) persisted(clean bool) *Persisted {
 	if c.ovr != nil {
 		o := *c.ovr
 		p.Override = &o
+	}
+	if c.fleet.ovr != nil {
+		o := *c.fleet.ovr
+		p.FleetOverride = &o
 	}
 	return p
 }

@@ -19,6 +19,7 @@ func (c *Controller) evaluate(now time.Time, s levels.Sample) []Transition {
 	if c.ovr != nil && !now.Before(c.ovrEnds) {
 		moves = append(moves, c.endOverride(now, "override expired: "+c.ovr.Reason))
 	}
+	moves = append(moves, c.expireFleet(now)...)
 	c.ready = true
 	c.signals = s
 	c.samples = append(c.samples, s)
@@ -48,22 +49,11 @@ func (c *Controller) dwellStart() time.Time {
 	return c.auto.Since
 }
 
-// published returns the level the override and the automatic level give.
+// published returns the level the automatic level and the overrides
+// give, layered auto -> fleet -> local (see layered).
 func (c *Controller) published() int {
-	switch {
-	case c.ovr == nil:
-		return c.auto.Level
-	case c.ovr.Mode == ModePin:
-		return c.ovrIndex
-	default:
-		return max(c.auto.Level, c.ovrIndex)
-	}
-}
-
-// overrideDecides reports whether the override, not the automatic level,
-// holds the published level.
-func (c *Controller) overrideDecides() bool {
-	return c.ovr != nil && (c.ovr.Mode == ModePin || c.ovrIndex >= c.auto.Level)
+	level, _, _, _ := c.layered()
+	return level
 }
 
 // commit publishes the level the current inputs give. It records one
@@ -116,19 +106,18 @@ func (c *Controller) build() *State {
 		o := *c.ovr
 		st.Override = &o
 	}
-	decides := c.overrideDecides()
-	if decides {
-		st.Source = SourceOverride
-	}
+	_, source, decider, deciderIndex := c.layered()
+	st.Source = source
+	st.Fleet = c.fleetState()
 	// earliest_recovery_at: none at Normal; the override's expiry while it
 	// holds the level (or the end of the dwell, if later, when the
 	// automatic level is the same); none when only an override could lower
 	// the level; otherwise the end of the dwell.
 	switch {
 	case c.pub == 0:
-	case decides:
-		at := c.ovr.ExpiresAt.UTC()
-		if dwell := c.dwellStart().Add(c.opts.MinimumLevelDuration).UTC(); c.ovrIndex == c.auto.Level && !c.opts.ManualOnly && dwell.After(at) {
+	case decider != nil:
+		at := decider.ExpiresAt.UTC()
+		if dwell := c.dwellStart().Add(c.opts.MinimumLevelDuration).UTC(); deciderIndex == c.auto.Level && !c.opts.ManualOnly && dwell.After(at) {
 			at = dwell
 		}
 		st.EarliestRecoveryAt = &at
@@ -144,10 +133,10 @@ func (c *Controller) build() *State {
 // docKey is what clients act on in a state document: a change of any of
 // these is a new sequence (signals and recommended travel in sample events).
 type docKey struct {
-	level, source, features, override string
-	threshold                         int
-	recovery                          time.Time
-	shadow                            bool
+	level, source, features, override, fleet string
+	threshold                                int
+	recovery                                 time.Time
+	shadow                                   bool
 }
 
 func keyOf(st *State) docKey {
@@ -157,6 +146,9 @@ func keyOf(st *State) docKey {
 	}
 	if o := st.Override; o != nil {
 		k.override = fmt.Sprint(*o)
+	}
+	if f := st.Fleet; f != nil && f.Override != nil {
+		k.fleet = fmt.Sprint(*f.Override)
 	}
 	return k
 }

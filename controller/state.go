@@ -49,6 +49,8 @@ type State struct {
 	// computed and published as usual, but readers admit everything and
 	// only count what they would have shed.
 	Shadow bool `json:"shadow"`
+	// Fleet is fleet mode's object (fleet.go); absent when it is off.
+	Fleet *FleetState `json:"fleet,omitempty"`
 	// Signals is what the last health check measured: each signal's value
 	// (null without one) and state, as levels.Sample writes them.
 	Signals levels.Sample `json:"signals"`

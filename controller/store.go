@@ -45,7 +45,10 @@ type Persisted struct {
 	// threshold, so a level removed since can be mapped by meaning.
 	Levels   map[string]int `json:"levels,omitempty"`
 	Override *Override      `json:"override"`
-	History  []Transition   `json:"history"`
+	// FleetOverride is the last fleet override seen, with its
+	// mod_revision: honoured while etcd is unreachable and across restarts.
+	FleetOverride *FleetOverride `json:"fleet_override,omitempty"`
+	History       []Transition   `json:"history"`
 	// Shadow is the mode the state was published in, so a start in the
 	// other mode is a history entry (absent in older files: enforce).
 	Shadow bool `json:"shadow,omitempty"`

@@ -25,8 +25,11 @@ func (t *Table) Recommend(s Sample, scale float64) (index int, why Trigger, ok b
 			}
 			if limit := th * scale; v > limit {
 				why := Trigger{Signal: sig, Value: v, Threshold: limit, Level: l.Name}
-				if sig == Latency {
+				switch sig {
+				case Latency:
 					why.Label = "latency " + QuantileLabel(t.quantile)
+				case ErrorRate:
+					why.Label, why.Note = s.ErrorRateLabel, s.ErrorRateNote
 				}
 				return i, why, true
 			}

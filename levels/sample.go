@@ -28,6 +28,11 @@ type Sample struct {
 	WindowAttempts      int64
 	WindowFailures      int64
 	LatencyObservations int64
+	// ErrorRateLabel names the error rate in a reason when it is not this
+	// instance's window alone ("fleet error_rate"; "" is "error_rate"),
+	// and ErrorRateNote is appended to such a reason (" over 7 instances",
+	// " (local: fleet unreachable)"). Neither is published.
+	ErrorRateLabel, ErrorRateNote string
 	// SampledAt is when the health check ran; zero before the first.
 	SampledAt time.Time
 }

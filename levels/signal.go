@@ -110,6 +110,9 @@ type Trigger struct {
 	// Label names the signal in the reason; "" is the signal's name. The
 	// latency's is its quantile: "latency p99".
 	Label string
+	// Note is appended to the reason: where the value came from
+	// (" over 7 instances" for the fleet's error rate).
+	Note string
 }
 
 // String renders the trigger as a reason, e.g.
@@ -123,11 +126,11 @@ func (t Trigger) String() string {
 	sp, ok := specs[t.Signal]
 	switch {
 	case !ok:
-		return fmt.Sprintf("%s %g > %g (%s)", label, t.Value, t.Threshold, t.Level)
+		return fmt.Sprintf("%s %g > %g (%s)%s", label, t.Value, t.Threshold, t.Level, t.Note)
 	case sp.unit == "ms":
-		return fmt.Sprintf("%s %.0fms > %sms (%s)", label, t.Value, formatNumber(t.Threshold), t.Level)
+		return fmt.Sprintf("%s %.0fms > %sms (%s)%s", label, t.Value, formatNumber(t.Threshold), t.Level, t.Note)
 	}
-	return fmt.Sprintf("%s %.2f%s > %s%s (%s)", label, t.Value, sp.unit, formatNumber(t.Threshold), sp.unit, t.Level)
+	return fmt.Sprintf("%s %.2f%s > %s%s (%s)%s", label, t.Value, sp.unit, formatNumber(t.Threshold), sp.unit, t.Level, t.Note)
 }
 
 // formatNumber prints a threshold without trailing zeros: 5, 4.5, 0.25.

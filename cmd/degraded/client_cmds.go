@@ -27,7 +27,7 @@ func clientCmds(environ []string, stdout io.Writer) []*cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	override.AddCommand(overrideSetCmd(environ, stdout), overrideClearCmd(environ, stdout))
-	return []*cobra.Command{statusCmd(environ, stdout), watchCmd(environ, stdout), override, reportCmd(environ, stdout)}
+	return []*cobra.Command{statusCmd(environ, stdout), watchCmd(environ, stdout), override, reportCmd(environ, stdout), fleetCmd(environ, stdout)}
 }
 
 // remote holds the flags every client command shares.
@@ -164,6 +164,7 @@ func overrideSetCmd(environ []string, stdout io.Writer) *cobra.Command {
 	cmd.Flags().DurationVar(&req.TTL, "ttl", 0, "how long the override lasts, e.g. 15m (required)")
 	cmd.Flags().StringVar(&req.Reason, "reason", "", "why, for the audit log, e.g. an incident number (required)")
 	cmd.Flags().BoolVar(&req.Floor, "floor", false, "floor instead of pin: publish max(automatic level, LEVEL)")
+	fleet := cmd.Flags().Bool("fleet", false, "set the fleet override: every instance of the fleet (fleet mode)")
 	_ = cmd.MarkFlagRequired("ttl")
 	_ = cmd.MarkFlagRequired("reason")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -177,6 +178,9 @@ func overrideSetCmd(environ []string, stdout io.Writer) *cobra.Command {
 		}
 		if req.Level, err = levelName(table, args[0]); err != nil {
 			return usageError{err}
+		}
+		if *fleet {
+			return setFleetOverride(cmd, c, req, r.json, stdout)
 		}
 		st, err := c.SetOverride(cmd.Context(), req)
 		if err != nil {
@@ -216,10 +220,14 @@ func overrideClearCmd(environ []string, stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	r := newRemote(cmd, environ)
+	fleet := cmd.Flags().Bool("fleet", false, "clear the fleet override on every instance (fleet mode); a local clear never does")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c, err := r.client()
 		if err != nil {
 			return err
+		}
+		if *fleet {
+			return clearFleetOverride(cmd, c, r.json, stdout)
 		}
 		before, err := c.Fetch(cmd.Context())
 		if err != nil {
@@ -235,6 +243,10 @@ func overrideClearCmd(environ []string, stdout io.Writer) *cobra.Command {
 		msg := "override cleared"
 		if before.Override == nil {
 			msg = "no override was active"
+		}
+		if st.Fleet != nil && st.Fleet.Override != nil {
+			o := st.Fleet.Override
+			msg += fmt.Sprintf("; fleet override still in force (%s %s until %s, clear it with --fleet)", o.Mode, o.Level, stamp(o.ExpiresAt))
 		}
 		_, err = fmt.Fprintf(stdout, "%s; level now %s, sequence %d\n", msg, st.Level, st.Sequence)
 		return err

@@ -71,6 +71,7 @@ type Daemon struct {
 
 	recorder *timeline.Recorder // the timeline; nil without a data_dir
 
+	fleet  *fleetService     // fleet mode (fleet.go); nil when off
 	pushed *signals.Pushed   // pushed custom signals; one store for the daemon's life
 	psi    *signals.Pressure // the PSI source in force, if any
 	runner queryRunner       // runs the Prometheus queries in force
@@ -116,9 +117,16 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 			Dropped: d.metrics.TimelineDropped, Logger: d.log})
 		opts.Recorder = d.recorder
 	}
+	if err := d.openFleet(cfg, &opts); err != nil {
+		return nil, err
+	}
+	api.RegisterFleetMetrics(d.registry, d.fleetStatus())
 	if err := d.openState(cfg, o, &opts); err != nil {
 		d.Close()
 		return nil, err
+	}
+	if d.fleet != nil {
+		d.fleet.ctrl = d.ctrl
 	}
 	maxConns, err := api.ConnectionLimit(cfg.MaxConnections)
 	if err != nil {
@@ -198,6 +206,7 @@ func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
 		ListenHost:     listenHost(cfg.Listen),
 		AllowedHosts:   func() []string { return d.cfg.Load().AllowedHosts },
 		Logger:         d.log,
+		Fleet:          d.fleetAPI(),
 	})
 }
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/degraded/degraded/config"
@@ -44,6 +45,7 @@ func (d *Daemon) Reload() error {
 		"error_rate_window_buckets": old.ErrorRateWindowBuckets != cfg.ErrorRateWindowBuckets,
 		"sse":                       old.SSE != cfg.SSE,
 		"log":                       old.Log != cfg.Log,
+		"fleet":                     !reflect.DeepEqual(old.Fleet, cfg.Fleet),
 	} {
 		if changed {
 			d.log.Warn("config reloaded, but this key takes effect only after a restart", "key", key)
@@ -64,7 +66,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	opts.Observer, opts.Logger, opts.Store = d.opts.Observer, d.opts.Logger, d.opts.Store
+	opts.Observer, opts.Logger, opts.Store, opts.Fleet, opts.FleetErrors = d.opts.Observer, d.opts.Logger, d.opts.Store, d.opts.Fleet, d.opts.FleetErrors
 	if err := d.ctrl.Reconfigure(opts); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			_ = d.recorder.Run(recCtx) // returns recCtx.Err() once it has written the queue
 		}
 	}()
+	fleetDone := d.startFleet(runCtx)
 	ctrlDone := make(chan error, 1)
 	go func() { ctrlDone <- d.ctrl.Run(runCtx) }()
 
@@ -70,6 +71,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	stopRun()
+	<-fleetDone
 	ctrlErr := <-ctrlDone
 	stopRec()
 	<-recDone

@@ -47,7 +47,12 @@ func fullState() controller.State {
 			WindowFailures:      120,
 			LatencyObservations: 990,
 			SampledAt:           sampled,
+			ErrorRateLabel:      "fleet error_rate", // not published
+			ErrorRateNote:       " over 7 instances",
 		},
+		Fleet: &controller.FleetState{Name: "shop", Instance: "web-1", Connected: true,
+			Override: &controller.FleetOverride{Override: controller.Override{Level: "Major", Mode: controller.ModePin,
+				Reason: "INC-41", SetAt: at, ExpiresAt: at.Add(time.Hour)}, TTL: time.Hour, ModRevision: 17}},
 		Blind: true, // not published (json:"-"), set so that no field is left zero
 	}
 }

@@ -550,5 +550,6 @@ func TestOpenAPI(t *testing.T) {
 	}
 	unsaved.Client().CloseIdleConnections()
 
+	fleetExchanges(t, c)
 	c.checkCoverage(t)
 }

@@ -1,0 +1,152 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// AuditKeep is how many audit entries are kept: each write deletes the
+// entry AuditKeep back.
+const AuditKeep = 1000
+
+// Audit actions.
+const (
+	ActionSet   = "set"
+	ActionClear = "clear"
+)
+
+// AuditEntry is one fleet override change, as stored under audit/.
+type AuditEntry struct {
+	Seq       int64      `json:"seq"`
+	Action    string     `json:"action"`
+	Level     string     `json:"level,omitempty"`
+	Mode      string     `json:"mode,omitempty"`
+	TTL       string     `json:"ttl,omitempty"`
+	Reason    string     `json:"reason"`
+	Instance  string     `json:"instance"`
+	At        time.Time  `json:"at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// SetOverride writes o as the fleet override, under a lease of its TTL,
+// with its audit entry, in one transaction; it returns once etcd
+// committed it. The caller validates o (level, mode, ttl, reason); SetAt,
+// ExpiresAt and Instance are filled here. An error wraps ErrUnavailable
+// when etcd could not be reached within the dial timeout.
+func (f *Fleet) SetOverride(ctx context.Context, o Override) (OverrideUpdate, error) {
+	now := time.Now()
+	o.Instance = f.o.Instance
+	o.SetAt, o.ExpiresAt = now.UTC(), now.Add(o.TTL).UTC()
+	b, err := json.Marshal(o)
+	if err != nil {
+		return OverrideUpdate{}, fmt.Errorf("fleet: encode override: %w", err)
+	}
+	octx, cancel := f.op(ctx)
+	defer cancel()
+	cli, err := f.client()
+	if err != nil {
+		return OverrideUpdate{}, err
+	}
+	lease, err := cli.Grant(octx, int64((o.TTL+time.Second-1)/time.Second))
+	if err != nil {
+		return OverrideUpdate{}, unavailable(ctx, "grant override lease", err)
+	}
+	exp := o.ExpiresAt
+	e := AuditEntry{Action: ActionSet, Level: o.Level, Mode: o.Mode, TTL: o.TTL.String(), Reason: o.Reason, Instance: o.Instance, At: o.SetAt, ExpiresAt: &exp}
+	rev, err := f.audited(ctx, octx, cli, e, clientv3.OpPut(f.keys.override(), string(b), clientv3.WithLease(lease.ID)))
+	if err != nil {
+		return OverrideUpdate{}, err
+	}
+	u := OverrideUpdate{Override: &o, Revision: rev}
+	f.deliver(u)
+	return u, nil
+}
+
+// ClearOverride deletes the fleet override with its audit entry, in one
+// transaction, and returns once etcd committed it. With no fleet override
+// it still writes the audit entry: the operator's clear is on record.
+func (f *Fleet) ClearOverride(ctx context.Context, reason string) (OverrideUpdate, error) {
+	octx, cancel := f.op(ctx)
+	defer cancel()
+	cli, err := f.client()
+	if err != nil {
+		return OverrideUpdate{}, err
+	}
+	e := AuditEntry{Action: ActionClear, Reason: reason, Instance: f.o.Instance, At: time.Now().UTC()}
+	rev, err := f.audited(ctx, octx, cli, e, clientv3.OpDelete(f.keys.override()))
+	if err != nil {
+		return OverrideUpdate{}, err
+	}
+	u := OverrideUpdate{Revision: rev}
+	f.deliver(u)
+	return u, nil
+}
+
+// audited commits change with the next audit entry: it reads audit_seq,
+// then in one transaction that holds only if audit_seq is unchanged,
+// applies change, increments audit_seq, writes the entry and deletes the
+// one AuditKeep back. It retries when another writer got there first.
+// octx bounds the operations; ctx is the caller's.
+func (f *Fleet) audited(ctx, octx context.Context, cli *clientv3.Client, e AuditEntry, change clientv3.Op) (int64, error) {
+	for {
+		resp, err := cli.Get(octx, f.keys.auditSeq())
+		if err != nil {
+			return 0, unavailable(ctx, "read audit_seq", err)
+		}
+		var seq, modRev int64
+		if len(resp.Kvs) == 1 {
+			modRev = resp.Kvs[0].ModRevision
+			if seq, err = strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err != nil {
+				return 0, fmt.Errorf("fleet: %s holds %q, not a number: %w", f.keys.auditSeq(), resp.Kvs[0].Value, err)
+			}
+		}
+		e.Seq = seq + 1
+		b, err := json.Marshal(e)
+		if err != nil {
+			return 0, fmt.Errorf("fleet: encode audit entry: %w", err)
+		}
+		ops := []clientv3.Op{change,
+			clientv3.OpPut(f.keys.auditSeq(), strconv.FormatInt(e.Seq, 10)),
+			clientv3.OpPut(f.keys.audit(e.Seq), string(b))}
+		if old := e.Seq - AuditKeep; old > 0 {
+			ops = append(ops, clientv3.OpDelete(f.keys.audit(old)))
+		}
+		tr, err := cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(f.keys.auditSeq()), "=", modRev)).Then(ops...).Commit()
+		if err != nil {
+			return 0, unavailable(ctx, "write the fleet override", err)
+		}
+		if tr.Succeeded {
+			return tr.Header.Revision, nil
+		}
+	}
+}
+
+// History returns the newest limit audit entries, newest first.
+func (f *Fleet) History(ctx context.Context, limit int) ([]AuditEntry, error) {
+	octx, cancel := f.op(ctx)
+	defer cancel()
+	cli, err := f.client()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cli.Get(octx, f.keys.auditDir(), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, unavailable(ctx, "read the audit entries", err)
+	}
+	out := make([]AuditEntry, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var e AuditEntry
+		if err := json.Unmarshal(kv.Value, &e); err != nil {
+			f.log.Warn("fleet: unreadable audit entry; skipped", "key", string(kv.Key), "err", err)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,252 @@
+// Package fleet_test runs fleet mode against a real etcd: the embedded
+// server, on loopback, with fleet.instance_ttl 2s and a 1s dial timeout.
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/degraded/degraded/fleet"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func pin(level, reason string, ttl time.Duration) fleet.Override {
+	return fleet.Override{Level: level, Mode: "pin", TTL: ttl, Reason: reason}
+}
+
+// seesOverride waits until f holds the update of revision rev.
+func seesOverride(t *testing.T, f *fleet.Fleet, rev int64, d time.Duration) fleet.OverrideUpdate {
+	t.Helper()
+	var got fleet.OverrideUpdate
+	eventually(t, d, fmt.Sprintf("%s sees the fleet override of revision %d", f.Instance(), rev), func() bool {
+		got, _ = f.Override()
+		return got.Revision >= rev
+	})
+	return got
+}
+
+func TestOverrideReachesEveryMember(t *testing.T) {
+	etcd := startEtcd(t)
+	a, b, c := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b"), member(t, etcd.endpoint(), "c")
+	connected(t, a, b, c)
+
+	set, err := a.SetOverride(context.Background(), pin("Major", "INC-42", 15*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*fleet.Fleet{a, b, c} {
+		got := seesOverride(t, f, set.Revision, 5*time.Second)
+		if got.Override == nil || got.Override.Level != "Major" || got.Override.Mode != "pin" || got.Override.Reason != "INC-42" ||
+			got.Override.TTL != 15*time.Minute || got.Override.Instance != "a" || got.Revision != set.Revision {
+			t.Errorf("%s holds %+v (override %+v), want a's pin Major for 15m at revision %d", f.Instance(), got, got.Override, set.Revision)
+		}
+	}
+
+	clr, err := b.ClearOverride(context.Background(), "INC-42 resolved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*fleet.Fleet{a, b, c} {
+		if got := seesOverride(t, f, clr.Revision, 5*time.Second); got.Override != nil || got.Expired {
+			t.Errorf("%s holds %+v after the DELETE, want no override, cleared (not expired)", f.Instance(), got)
+		}
+	}
+}
+
+func TestOverrideLeaseExpiryIsNotAClear(t *testing.T) {
+	etcd := startEtcd(t)
+	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
+	connected(t, a, b)
+	set, err := a.SetOverride(context.Background(), pin("Minor", "drill", 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seesOverride(t, b, set.Revision, 5*time.Second)
+	got := seesOverride(t, b, set.Revision+1, 10*time.Second)
+	if got.Override != nil || !got.Expired {
+		t.Errorf("b holds %+v once the override's lease ran out, want none, marked expired", got)
+	}
+}
+
+func TestDeadInstanceLeavesTheViewWhenItsLeaseExpires(t *testing.T) {
+	etcd := startEtcd(t)
+	a := member(t, etcd.endpoint(), "a")
+	connected(t, a)
+	a.Report(fleet.Report{Level: "Normal", Source: "auto", At: time.Now()})
+
+	// A process killed with SIGKILL stops its keepalives without revoking
+	// its lease: here, a raw client that reported under a 2s lease, then
+	// vanished.
+	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.endpoint()}, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := raw.Grant(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Put(context.Background(), "/degraded/shop/instances/dead", `{"level":"Major","index":3,"source":"auto","instance_id":"x"}`, clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	eventually(t, 5*time.Second, "a sees both instances", func() bool { return len(a.View().Instances) == 2 })
+	if v := a.View(); v.Levels["Major"] != 1 || v.Levels["Normal"] != 1 {
+		t.Errorf("levels = %v, want one Major and one Normal", v.Levels)
+	}
+	start := time.Now()
+	eventually(t, 6*time.Second, "the dead instance leaves the view", func() bool { return len(a.View().Instances) == 1 })
+	t.Logf("the dead instance left the view %s after its last write", time.Since(start).Round(time.Millisecond))
+	if v := a.View(); v.Instances[0].Instance != "a" {
+		t.Errorf("view holds %+v, want only a", v.Instances)
+	}
+}
+
+func TestFleetErrorRateSumsTheLiveInstances(t *testing.T) {
+	etcd := startEtcd(t)
+	ms := []*fleet.Fleet{member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b"), member(t, etcd.endpoint(), "c")}
+	connected(t, ms...)
+	windows := [][2]int64{{100, 30}, {200, 10}, {700, 60}}
+	for i, m := range ms {
+		m.Report(fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: windows[i][0], WindowFailures: windows[i][1], At: time.Now()})
+	}
+	for _, m := range ms {
+		eventually(t, 5*time.Second, m.Instance()+" sees 3 instances", func() bool {
+			_, _, n, ok := m.ErrorRate()
+			return ok && n == 3
+		})
+		att, fail, n, _ := m.ErrorRate()
+		if att != 1000 || fail != 100 || n != 3 {
+			t.Errorf("%s: fleet window %d/%d over %d instances, want 100 failures of 1000 attempts (10%%) over 3", m.Instance(), fail, att, n)
+		}
+	}
+}
+
+func TestEtcdStoppedAndRestarted(t *testing.T) {
+	etcd := startEtcd(t)
+	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
+	connected(t, a, b)
+	set, err := a.SetOverride(context.Background(), pin("Major", "INC-7", time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seesOverride(t, b, set.Revision, 5*time.Second)
+
+	etcd.stop()
+	stopped := time.Now()
+	eventually(t, 3*time.Second+500*time.Millisecond, "b notices etcd is gone within dial_timeout + 2s", func() bool { return !b.Connected() })
+	t.Logf("disconnected after %s", time.Since(stopped).Round(time.Millisecond))
+	if got, _ := b.Override(); got.Override == nil || got.Revision != set.Revision {
+		t.Errorf("b holds %+v while etcd is down, want the last override kept", got)
+	}
+	_, err = a.SetOverride(context.Background(), pin("Severe", "nope", time.Hour))
+	if !errors.Is(err, fleet.ErrUnavailable) {
+		t.Errorf("SetOverride with etcd down = %v, want ErrUnavailable", err)
+	}
+
+	etcd.start()
+	connected(t, a, b)
+	clr, err := a.ClearOverride(context.Background(), "INC-7 over")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seesOverride(t, b, clr.Revision, 5*time.Second); got.Override != nil {
+		t.Errorf("b holds %+v after the clear, want none: the watch resumed", got)
+	}
+}
+
+func TestPartitionKeepsTheOverrideAndCatchesUp(t *testing.T) {
+	etcd := startEtcd(t)
+	p := newProxy(t, etcd.client.Host)
+	a, b := member(t, etcd.endpoint(), "a"), member(t, p.endpoint(), "b")
+	connected(t, a, b)
+	first, err := a.SetOverride(context.Background(), pin("Moderate", "INC-1", time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seesOverride(t, b, first.Revision, 5*time.Second)
+
+	p.cut()
+	eventually(t, 3*time.Second+500*time.Millisecond, "b is cut off within dial_timeout + 2s", func() bool { return !b.Connected() })
+	second, err := a.SetOverride(context.Background(), pin("Severe", "INC-2", time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Override(); got.Revision != first.Revision || got.Override == nil || got.Override.Level != "Moderate" {
+		t.Errorf("b holds %+v during the partition, want the first override kept", got)
+	}
+
+	p.restore(t)
+	got := seesOverride(t, b, second.Revision, 10*time.Second)
+	if got.Override == nil || got.Override.Level != "Severe" || got.Override.Reason != "INC-2" {
+		t.Errorf("b holds %+v after the partition, want the override set meanwhile", got.Override)
+	}
+	if !b.Connected() {
+		t.Error("b not connected after the partition healed")
+	}
+}
+
+func TestAuditHistory(t *testing.T) {
+	etcd := startEtcd(t)
+	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
+	connected(t, a, b)
+	ctx := context.Background()
+	if _, err := a.SetOverride(ctx, pin("Major", "INC-42", 15*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ClearOverride(ctx, "INC-42 resolved"); err != nil {
+		t.Fatal(err)
+	}
+	// Concurrent writers each get their own sequence number.
+	var wg sync.WaitGroup
+	for _, m := range []*fleet.Fleet{a, b, a, b} {
+		wg.Go(func() {
+			if _, err := m.SetOverride(ctx, fleet.Override{Level: "Minor", Mode: "floor", TTL: time.Minute, Reason: "race"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+
+	h, err := b.History(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 6 {
+		t.Fatalf("history has %d entries, want 6", len(h))
+	}
+	for i, e := range h {
+		if want := int64(6 - i); e.Seq != want {
+			t.Errorf("entry %d has seq %d, want %d (newest first, no gaps, no duplicates)", i, e.Seq, want)
+		}
+	}
+	set, clr := h[5], h[4]
+	if set.Action != "set" || set.Level != "Major" || set.Mode != "pin" || set.TTL != "15m0s" || set.Reason != "INC-42" || set.Instance != "a" || set.ExpiresAt == nil {
+		t.Errorf("first entry = %+v, want a's set of pin Major for 15m0s", set)
+	}
+	if clr.Action != "clear" || clr.Reason != "INC-42 resolved" || clr.Instance != "b" || clr.ExpiresAt != nil {
+		t.Errorf("second entry = %+v, want b's clear", clr)
+	}
+	if h2, _ := a.History(ctx, 2); len(h2) != 2 || h2[0].Seq != 6 {
+		t.Errorf("History(2) = %+v, want the 2 newest", h2)
+	}
+}
+
+func TestTwoProcessesUnderOneInstanceNameConflict(t *testing.T) {
+	etcd := startEtcd(t)
+	a, b, c := member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-2")
+	connected(t, a, b, c)
+	for _, m := range []*fleet.Fleet{a, b, c} {
+		m.Report(fleet.Report{Level: "Normal", Source: "auto", At: time.Now()})
+	}
+	for _, m := range []*fleet.Fleet{a, b} {
+		eventually(t, 5*time.Second, "a process sharing web-1 notices the other", m.Conflict)
+	}
+	if c.Conflict() {
+		t.Error("web-2, alone under its name, reports a conflict")
+	}
+}

@@ -47,6 +47,9 @@ type Config struct {
 	MaxOverrideTTL time.Duration `koanf:"max_override_ttl"`
 	// BlindHold is how long a warming or failed signal may hold recovery.
 	BlindHold time.Duration `koanf:"blind_hold"`
+	// RecoveryJitter stretches each recovery step's dwell by 1 + r, r
+	// uniform in [0, RecoveryJitter).
+	RecoveryJitter float64 `koanf:"recovery_jitter"`
 	// Mode is "enforce" (shed as the level says) or "shadow" (compute and
 	// publish the level with "shadow": true, but admit everything and only
 	// count what would have been shed).

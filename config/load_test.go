@@ -55,6 +55,7 @@ func TestDefaultsMatchDesign(t *testing.T) {
 		EnableAutoAdjustment:   true,
 		MaxOverrideTTL:         24 * time.Hour,
 		BlindHold:              5 * time.Minute,
+		RecoveryJitter:         0.1,
 		Mode:                   "enforce",
 		MaxConnections:         0,
 		AllowedHosts:           []string{},

@@ -58,6 +58,9 @@ func (c *Config) Validate() (warnings []string, err error) {
 	if !(c.Hysteresis >= 0 && c.Hysteresis < 1) {
 		v.add("hysteresis", "must be in [0, 1)", c.Hysteresis)
 	}
+	if !(c.RecoveryJitter >= 0 && c.RecoveryJitter < 1) {
+		v.add("recovery_jitter", "must be in [0, 1)", c.RecoveryJitter)
+	}
 	v.atLeast("max_override_ttl", c.MaxOverrideTTL, time.Second)
 	v.nonNegative("blind_hold", c.BlindHold)
 	v.oneOf("mode", c.Mode, "enforce", "shadow")

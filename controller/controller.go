@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,13 @@ type Options struct {
 	// and the recommendation published, but only overrides change the level
 	// (config enable_auto_adjustment: false).
 	ManualOnly bool
+	// RecoveryJitter (0 <= j < 1; 0: none) stretches each recovery step's
+	// dwell by a factor 1 + r, r uniform in [0, RecoveryJitter), drawn
+	// when a level is entered or an override ends.
+	RecoveryJitter float64
+	// Rand draws uniformly from [0, 1) for the jitter (default
+	// math/rand/v2's Float64); tests fix it.
+	Rand func() float64
 	// MaxOverrideTTL bounds an override's ttl (default 24h).
 	MaxOverrideTTL time.Duration
 	// BlindHold is how long a warming or failed signal may hold recovery
@@ -142,6 +150,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxOverrideTTL <= 0 {
 		o.MaxOverrideTTL = 24 * time.Hour
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

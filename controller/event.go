@@ -87,6 +87,7 @@ func (c *Controller) evaluateEvent() {
 	var m levels.Move
 	c.auto, m = levels.Event(c.auto, c.opts.Table, sample, now, c.opts.rules())
 	if m.Moved() {
+		c.auto.JitterR, c.auto.NotBefore = c.drawJitter(), time.Time{}
 		if t, ok := c.commit(now, SourceAuto, m.Reason, false); ok {
 			moves = append(moves, t)
 		}

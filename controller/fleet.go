@@ -126,7 +126,7 @@ func (c *Controller) FleetOverride() *FleetOverride {
 // control takes over from the published level. c.mu must be held.
 func (c *Controller) endFleet(now time.Time, reason string) Transition {
 	if c.ovr == nil {
-		c.auto.Level, c.auto.Since = c.pub, c.since
+		c.auto = c.resumeAuto(now)
 	}
 	c.fleet.ovr = nil
 	m, _ := c.commit(now, SourceFleet, reason, true)

@@ -103,9 +103,19 @@ func (c *Controller) CheckOverride(r OverrideRequest) (OverrideRequest, error) {
 // the automatic level takes over from it. c.mu must be held.
 func (c *Controller) endOverride(now time.Time, reason string) Transition {
 	if c.fleet.ovr == nil {
-		c.auto = levels.Auto{Level: c.pub, Since: c.since, Recommended: c.auto.Recommended, Seen: c.auto.Seen}
+		c.auto = c.resumeAuto(now)
 	}
 	c.ovr = nil
 	m, _ := c.commit(now, SourceOverride, reason, true)
 	return m
+}
+
+// resumeAuto is the automatic level when an override ends: the published
+// level, keeping its dwell clock, with a new jitter draw r; the first step
+// down also waits MinimumLevelDuration x r from now, so replicas whose
+// override ended together do not step down together. c.mu must be held.
+func (c *Controller) resumeAuto(now time.Time) levels.Auto {
+	r := c.drawJitter()
+	return levels.Auto{Level: c.pub, Since: c.since, Recommended: c.auto.Recommended, Seen: c.auto.Seen,
+		JitterR: r, NotBefore: now.Add(time.Duration(float64(c.opts.MinimumLevelDuration) * r))}
 }

@@ -22,6 +22,12 @@ func recoveredFrom(s Store) bool {
 func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
 	t := c.opts.Table
 	c.since, c.auto.Since = clampPast(p.Since, now), clampPast(p.AutoSince, now)
+	c.auto.JitterR = min(max(p.JitterR, 0), c.opts.RecoveryJitter)
+	if limit := now.Add(c.opts.MinimumLevelDuration); p.NotBefore.After(limit) {
+		c.auto.NotBefore = limit // a clock that went back must not hold recovery longer than a dwell
+	} else {
+		c.auto.NotBefore = p.NotBefore
+	}
 	c.reason = p.Reason
 	c.seq = p.Sequence
 	c.history = append([]Transition(nil), p.History...)
@@ -121,6 +127,8 @@ func (c *Controller) persisted(clean bool) *Persisted {
 		SequenceCeiling: c.seq + SequenceBlock,
 		CleanShutdown:   clean,
 		Shadow:          c.opts.Shadow,
+		JitterR:         c.auto.JitterR,
+		NotBefore:       c.auto.NotBefore,
 		Levels:          make(map[string]int, t.Len()),
 		History:         append([]Transition(nil), c.history...),
 	}

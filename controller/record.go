@@ -43,7 +43,7 @@ func (c *Controller) recordLine(at time.Time, trigger string, st *State, counts 
 	}
 	l := levels.NewLine(at, trigger, st.Signals)
 	l.Window.LatencyCounts = counts
-	l.Published, l.Recommended, l.Source = st.Level, st.Recommended, st.Source
+	l.Published, l.Recommended, l.Source, l.JitterR = st.Level, st.Recommended, st.Source, st.JitterR
 	if o := st.Override; o != nil {
 		l.Override = &levels.LineOverride{Level: o.Level, Mode: string(o.Mode), Reason: o.Reason, SetAt: o.SetAt, ExpiresAt: o.ExpiresAt}
 	}

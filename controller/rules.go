@@ -31,11 +31,29 @@ func (c *Controller) evaluate(now time.Time, s levels.Sample) []Transition {
 	var m levels.Move
 	c.auto, m = levels.Next(c.auto, c.opts.Table, s, now, c.opts.rules())
 	if m.Moved() {
+		c.auto.JitterR, c.auto.NotBefore = c.drawJitter(), time.Time{}
 		if t, ok := c.commit(now, SourceAuto, m.Reason, false); ok {
 			moves = append(moves, t)
 		}
 	}
 	return moves
+}
+
+// recoveryAt is the earliest automatic step down: the jittered dwell from
+// dwellStart, and not before the auto level's NotBefore. c.mu must be held.
+func (c *Controller) recoveryAt() time.Time {
+	a := c.auto
+	a.Since = c.dwellStart()
+	return a.RecoveryAt(c.opts.rules())
+}
+
+// drawJitter draws a level's recovery jitter r, uniform in [0,
+// RecoveryJitter).
+func (c *Controller) drawJitter() float64 {
+	if c.opts.RecoveryJitter <= 0 {
+		return 0
+	}
+	return c.opts.RecoveryJitter * c.opts.Rand()
 }
 
 // dwellStart is when the automatic level's dwell began. While the
@@ -117,16 +135,17 @@ func (c *Controller) build() *State {
 	case c.pub == 0:
 	case decider != nil:
 		at := decider.ExpiresAt.UTC()
-		if dwell := c.dwellStart().Add(c.opts.MinimumLevelDuration).UTC(); deciderIndex == c.auto.Level && !c.opts.ManualOnly && dwell.After(at) {
+		if dwell := c.recoveryAt().UTC(); deciderIndex == c.auto.Level && !c.opts.ManualOnly && dwell.After(at) {
 			at = dwell
 		}
 		st.EarliestRecoveryAt = &at
 	case c.opts.ManualOnly:
 	default:
-		at := c.dwellStart().Add(c.opts.MinimumLevelDuration).UTC()
+		at := c.recoveryAt().UTC()
 		st.EarliestRecoveryAt = &at
 	}
 	st.Blind = c.signals.Blind()
+	st.JitterR = c.auto.JitterR
 	return st
 }
 

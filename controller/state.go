@@ -58,6 +58,9 @@ type State struct {
 	// while some were warming or failed: the controller cannot see, so it
 	// will not step down by itself (metric degraded_blind).
 	Blind bool `json:"-"`
+	// JitterR is the automatic level's recovery jitter draw, for the
+	// timeline (not published).
+	JitterR float64 `json:"-"`
 }
 
 // Override is an operator's pin or floor. It ends at ExpiresAt, applied on

@@ -49,6 +49,10 @@ type Persisted struct {
 	// mod_revision: honoured while etcd is unreachable and across restarts.
 	FleetOverride *FleetOverride `json:"fleet_override,omitempty"`
 	History       []Transition   `json:"history"`
+	// JitterR and NotBefore are the automatic level's recovery jitter draw
+	// and the earliest step down after an override ended.
+	JitterR   float64   `json:"jitter_r,omitempty"`
+	NotBefore time.Time `json:"not_before,omitzero"`
 	// Shadow is the mode the state was published in, so a start in the
 	// other mode is a history entry (absent in older files: enforce).
 	Shadow bool `json:"shadow,omitempty"`

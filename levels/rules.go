@@ -71,6 +71,15 @@ type Auto struct {
 	Since time.Time
 	// Recommended is the level the last sample asked for.
 	Recommended int
+	// JitterR is this level's recovery jitter draw r, in [0,
+	// recovery_jitter): a step down waits MinimumLevelDuration x (1 + r),
+	// so replicas do not readmit low-priority traffic in lockstep. The
+	// caller draws it when a level is entered or an override ends (Next is
+	// pure: it never draws).
+	JitterR float64
+	// NotBefore, when set, is the earliest a step down may come: after an
+	// override ends, MinimumLevelDuration x r from its end.
+	NotBefore time.Time
 	// Seen is, per signal, the last time it was available, or when it was
 	// (re)created: the blind clock of DESIGN.md "Unknown is not healthy".
 	// A signal missing from it has been blind since Since. Next never
@@ -101,7 +110,8 @@ func (m Move) Moved() bool { return m.From != m.To }
 //     Every signal with a value counts, warming ones included.
 //   - Recovery: otherwise, when the sample with every threshold scaled by
 //     (1 - Hysteresis) asks for less than a.Level, a.Level has been held for
-//     MinimumLevelDuration, and no blind signal holds it, step down exactly
+//     MinimumLevelDuration x (1 + a.JitterR) (and a.NotBefore has passed;
+//     see RecoveryAt), and no blind signal holds it, step down exactly
 //     one level. A warming or failed signal with a threshold at a.Level or
 //     above holds it until it has been blind for BlindHold; after that it
 //     stops holding only while another signal with such a threshold is
@@ -132,7 +142,7 @@ func Next(a Auto, t *Table, s Sample, now time.Time, r Rules) (Auto, Move) {
 	}
 	a.streak = 0
 	down, _, _ := t.Recommend(s.forRecovery(), 1-r.Hysteresis)
-	if down >= a.Level || now.Sub(a.Since) < r.MinimumLevelDuration {
+	if down >= a.Level || now.Before(a.RecoveryAt(r)) {
 		return a, m
 	}
 	held, ignored := holders(a, t, s, now, r)
@@ -143,6 +153,17 @@ func Next(a Auto, t *Table, s Sample, now time.Time, r Rules) (Auto, Move) {
 	a.Level, a.Since = a.Level-1, now
 	m.To, m.Reason = a.Level, RecoveryReason(from, r.Hysteresis, ignored...)
 	return a, m
+}
+
+// RecoveryAt is the earliest moment the rules let a.Level step down: the
+// dwell, stretched by the jitter draw, from Since, and not before
+// NotBefore.
+func (a Auto) RecoveryAt(r Rules) time.Time {
+	at := a.Since.Add(time.Duration(float64(r.MinimumLevelDuration) * (1 + a.JitterR)))
+	if a.NotBefore.After(at) {
+		return a.NotBefore
+	}
+	return at
 }
 
 // seen returns the blind clocks after a sample at now: every available

@@ -217,3 +217,25 @@ func TestPressureRecoveryNeedsAvg60(t *testing.T) {
 		t.Fatalf("avg10 5 and avg60 30: level %d, want Normal", b.Level)
 	}
 }
+
+// TestJitterStretchesTheDwell: a draw r waits the dwell x (1 + r), and
+// NotBefore holds a step down after an override ended.
+func TestJitterStretchesTheDwell(t *testing.T) {
+	tab := cpuTable(t)
+	t0 := time.Unix(0, 0)
+	r := Rules{MinimumLevelDuration: time.Minute}
+	a := Auto{Level: 3, Since: t0, JitterR: 0.5}
+	if b, _ := Next(a, tab, cpuAt(5, Available), t0.Add(80*time.Second), r); b.Level != 3 {
+		t.Fatalf("80s into a 1m dwell with r 0.5: level %d, want Major held until 90s", b.Level)
+	}
+	if b, _ := Next(a, tab, cpuAt(5, Available), t0.Add(90*time.Second), r); b.Level != 2 {
+		t.Fatalf("at 90s: level %d, want a step down", b.Level)
+	}
+	a.NotBefore = t0.Add(2 * time.Minute)
+	if b, _ := Next(a, tab, cpuAt(5, Available), t0.Add(100*time.Second), r); b.Level != 3 {
+		t.Fatalf("before NotBefore: level %d, want Major held", b.Level)
+	}
+	if got := a.RecoveryAt(r); !got.Equal(a.NotBefore) {
+		t.Fatalf("RecoveryAt = %v, want NotBefore %v", got, a.NotBefore)
+	}
+}

@@ -28,7 +28,7 @@ files; lines are merged by time, duplicates dropped, corrupt lines skipped.`,
 	fromFlag := cmd.Flags().String("from", "", "first time to report, RFC 3339 (default: the first line)")
 	toFlag := cmd.Flags().String("to", "", "last time to replay, RFC 3339 (default: the last line)")
 	format := cmd.Flags().String("format", "text", "output: text or json")
-	seed := cmd.Flags().Int64("seed", 0, "random draw for rules with jitter (the rules draw none yet)")
+	seed := cmd.Flags().Int64("seed", 0, "draw the candidate's recovery jitter from this seed (default: the recorded draws)")
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if *format != "text" && *format != "json" {
 			return usageError{fmt.Errorf("--format must be text or json (was %q)", *format)}
@@ -51,14 +51,15 @@ files; lines are merged by time, duplicates dropped, corrupt lines skipped.`,
 		for _, w := range warnings {
 			fmt.Fprintln(stderr, "warning: "+w)
 		}
+		var seedOpt *int64
 		if c.Flags().Changed("seed") {
-			fmt.Fprintf(stderr, "warning: --seed %d changes nothing: the rules draw no jitter\n", *seed)
+			seedOpt = seed
 		}
 		files, err := replay.Files(args)
 		if err != nil {
 			return err
 		}
-		res, err := replay.Run(replay.Options{Config: cfg, Files: files, From: bounds[0], To: bounds[1]})
+		res, err := replay.Run(replay.Options{Config: cfg, Files: files, From: bounds[0], To: bounds[1], Seed: seedOpt})
 		if err != nil {
 			return err // exit 1, replay.ErrNoLines included
 		}

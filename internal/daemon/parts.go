@@ -61,6 +61,7 @@ func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (contr
 		Errors:               d.window,
 		ErrorWindow:          c.ErrorRateWindow,
 		BlindHold:            c.BlindHold,
+		RecoveryJitter:       c.RecoveryJitter,
 		Shadow:               c.Mode == "shadow",
 		CPU:                  cpu,
 		Memory:               mem,

@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/degraded/degraded/config"
@@ -23,6 +24,12 @@ type Options struct {
 	// run through the rules, so that the report starts from the state they
 	// left; lines after To are not read further.
 	From, To time.Time
+	// Seed, if set, draws the candidate's recovery jitter from a source
+	// seeded with it. Otherwise each level's draw is the recorded one (the
+	// jitter_r of the line where the level was entered), capped at the
+	// candidate's recovery_jitter, so the recorded config replays as it
+	// ran; a candidate with recovery_jitter 0 draws 0.
+	Seed *int64
 }
 
 // Transition is one change of the published level, the replayed one's
@@ -100,6 +107,10 @@ func Run(o Options) (*Result, error) {
 		replayed: newTrack(window, o.From),
 		recorded: newTrack(window, o.From),
 		warned:   map[string]bool{},
+		jitter:   c.RecoveryJitter,
+	}
+	if o.Seed != nil {
+		e.rand = rand.New(rand.NewPCG(uint64(*o.Seed), 0)).Float64
 	}
 	e.res.Warnings = unapplied(c)
 	valid := 0
@@ -138,6 +149,20 @@ type engine struct {
 	replayed, recorded *track
 	res                *Result
 	warned             map[string]bool
+
+	jitter float64        // the candidate's recovery_jitter
+	rand   func() float64 // seeded draws; nil: the recorded ones
+}
+
+// draw is a new level's recovery jitter r at line l: see Options.Seed.
+func (e *engine) draw(l levels.Line) float64 {
+	switch {
+	case e.jitter <= 0:
+		return 0
+	case e.rand != nil:
+		return e.jitter * e.rand()
+	}
+	return min(max(l.JitterR, 0), e.jitter)
 }
 
 // line runs one recorded evaluation.
@@ -162,6 +187,7 @@ func (e *engine) line(l levels.Line) {
 		e.auto, m = levels.Event(e.auto, e.table, s, l.At, e.rules)
 	}
 	if m.Moved() {
+		e.auto.JitterR, e.auto.NotBefore = e.draw(l), time.Time{}
 		e.publish(l.At, m.Reason)
 	}
 	if e.inRange(l.At) {
@@ -227,7 +253,9 @@ func (e *engine) override(l levels.Line) {
 		e.publish(l.At, fmt.Sprintf("override set: %s %s: %s", cur.Mode, cur.Level, cur.Reason))
 	case cur == nil:
 		reason := "override ended: " + e.ovr.Reason
-		e.auto = levels.Auto{Level: e.pub, Since: e.since, Recommended: e.auto.Recommended, Seen: e.auto.Seen}
+		r := e.draw(l) // as the controller does when an override ends
+		e.auto = levels.Auto{Level: e.pub, Since: e.since, Recommended: e.auto.Recommended, Seen: e.auto.Seen,
+			JitterR: r, NotBefore: l.At.Add(time.Duration(float64(e.rules.MinimumLevelDuration) * r))}
 		e.ovr = nil
 		e.publish(l.At, reason)
 	case !cur.SetAt.Equal(e.ovr.SetAt) || cur.Level != e.ovr.Level || cur.Mode != e.ovr.Mode:

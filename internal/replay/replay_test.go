@@ -382,3 +382,41 @@ func TestOverrideOfAMissingLevelWarns(t *testing.T) {
 		t.Errorf("warnings %q, want %q", res.Warnings, want)
 	}
 }
+
+// TestRecordedJitterReplayed: the draw recorded where a level was entered
+// stretches its dwell in the replay as it did in the daemon; a candidate
+// without jitter steps down at the plain dwell.
+func TestRecordedJitterReplayed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	lines := []any{tick(0, 0, 0, "Normal")}
+	entered := tick(1, 100, 60, "Emergency") // 60% errors: Emergency
+	entered.JitterR = 0.5
+	lines = append(lines, entered)
+	for sec := 2; sec <= 20; sec++ {
+		l := tick(sec, 100, 0, "Emergency")
+		l.JitterR = 0.5
+		lines = append(lines, l)
+	}
+	writeLines(t, path, lines...)
+	stepDown := func(jitter float64) time.Time {
+		c := recorded(t)
+		c.MinThroughput, c.MinimumLevelDuration, c.RecoveryJitter = 1, 10*time.Second, jitter
+		res, err := Run(Options{Config: c, Files: []string{path}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range res.Transitions {
+			if tr.From == "Emergency" {
+				return tr.At
+			}
+		}
+		t.Fatalf("jitter %v: no step down from Emergency in %v", jitter, res.Transitions)
+		return time.Time{}
+	}
+	if got, want := stepDown(0), t0.Add(11*time.Second); !got.Equal(want) {
+		t.Errorf("without jitter: step down at %v, want %v (1s + 10s)", got, want)
+	}
+	if got, want := stepDown(0.6), t0.Add(16*time.Second); !got.Equal(want) {
+		t.Errorf("with the recorded r 0.5: step down at %v, want %v (1s + 15s)", got, want)
+	}
+}

@@ -53,7 +53,8 @@ func fullState() controller.State {
 		Fleet: &controller.FleetState{Name: "shop", Instance: "web-1", Connected: true,
 			Override: &controller.FleetOverride{Override: controller.Override{Level: "Major", Mode: controller.ModePin,
 				Reason: "INC-41", SetAt: at, ExpiresAt: at.Add(time.Hour)}, TTL: time.Hour, ModRevision: 17}},
-		Blind: true, // not published (json:"-"), set so that no field is left zero
+		Blind:   true, // not published (json:"-"), set so that no field is left zero
+		JitterR: 0.05, // not published either
 	}
 }
 

@@ -86,20 +86,11 @@ func handleGetFleet(f FleetService) http.HandlerFunc {
 
 func handleSetFleetOverride(c *controller.Controller, f FleetService) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b overrideBody
-		if err := decode(w, r, &b); err != nil {
-			writeError(w, err.status, err.msg)
+		req, ok := decodeOverride(w, r)
+		if !ok {
 			return
 		}
-		if b.Mode == "" {
-			b.Mode = string(controller.ModePin)
-		}
-		ttl, err := time.ParseDuration(b.TTL)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("ttl must be a duration such as 15m (was %q)", b.TTL))
-			return
-		}
-		req, err := c.CheckOverride(controller.OverrideRequest{Level: b.Level, Mode: controller.Mode(b.Mode), TTL: ttl, Reason: b.Reason})
+		req, err := c.CheckOverride(req)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return

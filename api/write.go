@@ -119,6 +119,25 @@ type overrideBody struct {
 	Reason string `json:"reason"`
 }
 
+// decodeOverride reads the body of PUT /v1/override and PUT
+// /v1/fleet/override (mode defaults to pin) or answers 400/413/415 itself.
+func decodeOverride(w http.ResponseWriter, r *http.Request) (controller.OverrideRequest, bool) {
+	var b overrideBody
+	if err := decode(w, r, &b); err != nil {
+		writeError(w, err.status, err.msg)
+		return controller.OverrideRequest{}, false
+	}
+	if b.Mode == "" {
+		b.Mode = string(controller.ModePin)
+	}
+	ttl, err := time.ParseDuration(b.TTL)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("ttl must be a duration such as 15m (was %q)", b.TTL))
+		return controller.OverrideRequest{}, false
+	}
+	return controller.OverrideRequest{Level: b.Level, Mode: controller.Mode(b.Mode), TTL: ttl, Reason: b.Reason}, true
+}
+
 func handleGetOverride(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]*controller.Override{"override": c.State().Override})
@@ -127,20 +146,11 @@ func handleGetOverride(c *controller.Controller) http.HandlerFunc {
 
 func handleSetOverride(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b overrideBody
-		if err := decode(w, r, &b); err != nil {
-			writeError(w, err.status, err.msg)
+		req, ok := decodeOverride(w, r)
+		if !ok {
 			return
 		}
-		if b.Mode == "" {
-			b.Mode = string(controller.ModePin)
-		}
-		ttl, err := time.ParseDuration(b.TTL)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("ttl must be a duration such as 15m (was %q)", b.TTL))
-			return
-		}
-		st, err := c.SetOverride(controller.OverrideRequest{Level: b.Level, Mode: controller.Mode(b.Mode), TTL: ttl, Reason: b.Reason})
+		st, err := c.SetOverride(req)
 		if errors.Is(err, controller.ErrInvalidOverride) {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return

@@ -6,6 +6,7 @@
 //	degbench http     -binary B -wrk W           wrk on the daemon vs a bare net/http server
 //	degbench reaction -binary B                  failing outcomes posted -> SSE level event
 //	degbench idle     -binary B                  CPU and RSS with 100 subscribers, default config
+//	degbench fleet    -binary B -daemons 50      a fleet override through etcd -> every daemon's SSE event
 //	degbench report   -results DIR -out FILE     docs/performance.md from the results
 //
 // and, to find the causes of a missed target (not run by run.sh):
@@ -33,10 +34,11 @@ func main() {
 		"profile-http":   profileHTTPCmd,
 		"reaction":       reactionCmd,
 		"idle":           idleCmd,
+		"fleet":          fleetCmd,
 		"report":         reportCmd,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|fleet|report [flags]")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

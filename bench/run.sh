@@ -6,7 +6,8 @@
 #   QUICK=1 bench/run.sh    one-iteration smoke (about 1 minute): writes
 #                           bench/results/quick/performance-quick.md, not the docs
 #
-# Installs what it needs (Debian's redis-server and wrk), runs everything on
+# Installs what it needs (Debian's redis-server and wrk; the fleet step uses
+# Debian's etcd-server if it is there and is skipped otherwise), runs everything on
 # 127.0.0.1 only, bounds every step with a timeout, and leaves nothing running.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,10 +21,12 @@ results="${RESULTS:-$here/results}"
 if [ "$QUICK" = 1 ]; then
   count=1 benchtime=1x subscribers=200 changes=3 wrk_runs=1 wrk_duration=1s
   reaction_trials=3 idle_duration=3s idle_warmup=1s scale_sizes=100,300 scale_changes=3
+  fleet_daemons=5 fleet_overrides=3 fleet_measure=3s
   out="$results/performance-quick.md"
 else
   count=5 benchtime=300ms subscribers=10000 changes=40 wrk_runs=5 wrk_duration=10s
   reaction_trials=60 idle_duration=60s idle_warmup=5s scale_sizes=1000,10000,top scale_changes=20
+  fleet_daemons=50 fleet_overrides=20 fleet_measure=10s
   out="$root/docs/performance.md"
 fi
 
@@ -91,6 +94,9 @@ cmds=(
   "degbench idle -binary degraded -subscribers 100 -duration $idle_duration"
   "degbench scale -binary degraded -sizes $scale_sizes -changes $scale_changes"
 )
+if command -v etcd >/dev/null; then
+  cmds+=("degbench fleet -binary degraded -daemons $fleet_daemons -overrides $fleet_overrides -measure $fleet_measure")
+fi
 printf '%s\n' "(cd bench && ${cmds[0]})" "${cmds[@]:1}" >"$results/commands.txt"
 
 step "micro-benchmarks: admission and recording"
@@ -115,6 +121,14 @@ timeout 600 "$bin/degbench" idle -binary "$bin/degraded" -subscribers 100 -durat
 step "scale: SSE subscribers $scale_sizes"
 timeout 900 "$bin/degbench" scale -binary "$bin/degraded" -sizes "$scale_sizes" -changes "$scale_changes" \
   -out "$results/scale.json"
+
+step "fleet: one override through etcd to $fleet_daemons daemons"
+if command -v etcd >/dev/null; then
+  timeout 600 "$bin/degbench" fleet -binary "$bin/degraded" -daemons "$fleet_daemons" -overrides "$fleet_overrides" \
+    -measure "$fleet_measure" -out "$results/fleet.json"
+else
+  echo "run.sh: no etcd on PATH (Debian: apt-get install etcd-server): the fleet step is skipped" >&2
+fi
 
 step "report"
 "$bin/degbench" report -results "$results" -findings "$here/findings.md" -out "$out"

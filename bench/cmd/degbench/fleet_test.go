@@ -97,7 +97,7 @@ func TestReportFleet(t *testing.T) {
 	f.LastMs = append(f.LastMs, 140)
 	r = report{fleet: f}
 	r.writeFleet(&strings.Builder{})
-	if r.verdicts[0].met != "**not met**" {
-		t.Errorf("p99 140 ms: verdict %q, want not met", r.verdicts[0].met)
+	if r.verdicts[0].met != "**not met**: see finding F7" {
+		t.Errorf("p99 140 ms: verdict %q, want not met, with the finding", r.verdicts[0].met)
 	}
 }

@@ -7,6 +7,9 @@
   const HISTORY_LIMIT = 50;
   const SAMPLES_SPAN_MS = 10 * 60 * 1000; // what the daemon keeps: about ten minutes
   const SAMPLES_MAX = 1200;
+  // FLEET_GAP_MS is the least time between two reads of GET /v1/fleet: the
+  // level and sample events ask for one, at most this often.
+  const FLEET_GAP_MS = 1000;
   // BUILTIN are the built-in signals in the order the levels package names
   // them; custom signals follow, sorted by name. name is the signal's name
   // in signals.status, key its value's name in the signals object and its
@@ -33,7 +36,7 @@
   const SVG = 'http://www.w3.org/2000/svg';
   const W = 300, H = 60; // sparkline view box
 
-  const model = { levels: [], state: null, signals: null, configured: null, samples: [], history: [], wouldShed: null };
+  const model = { levels: [], state: null, signals: null, configured: null, samples: [], history: [], wouldShed: null, fleet: null };
   const $ = (id) => document.getElementById(id);
 
   // ---- helpers -----------------------------------------------------------
@@ -134,10 +137,18 @@
     relative(node, iso);
   }
 
+  // ago shows how long ago a moment was, as "3s ago"; tick() keeps it current.
+  function ago(node, iso) {
+    node.dataset.ago = iso;
+    const t = Date.parse(iso);
+    node.textContent = Number.isNaN(t) ? '–' : fmtDuration(Date.now() - t) + ' ago';
+  }
+
   function tick() {
     for (const node of document.querySelectorAll('[data-at]')) {
       if (node.dataset.at) relative(node, node.dataset.at);
     }
+    for (const node of document.querySelectorAll('[data-ago]')) ago(node, node.dataset.ago);
   }
 
   // severity maps a level index onto the six badge colours, whatever the
@@ -185,7 +196,7 @@
     return load('v1/levels', (d) => {
       if (ask !== levelsAsked) return;
       model.levels = d.levels || [];
-      renderLevelsSelect(); renderState(); renderSignals();
+      renderLevelsSelect(); renderState(); renderSignals(); renderFleet();
     });
   };
   const loadSamples = () => load('v1/samples', (d) => { model.samples = d.samples || []; renderSignals(); });
@@ -193,6 +204,38 @@
   // loadWouldShed reads the would-shed counts, which only GET /v1/level's
   // reports carry (outside the stream's state events).
   const loadWouldShed = () => load('v1/level', (d) => { model.wouldShed = (d.reports && d.reports.would_shed) || null; renderShadow(); });
+
+  // loadFleet reads GET /v1/fleet, one read at a time and at most once per
+  // FLEET_GAP_MS; a call in between is answered by one read after the gap.
+  // A 404 means fleet mode is off: no panel, and no read again until the
+  // page is loaded again.
+  const fleetRead = { off: false, busy: false, again: false, last: 0, timer: null };
+  function loadFleet() {
+    const f = fleetRead;
+    if (f.off) return;
+    if (f.busy) { f.again = true; return; }
+    const wait = f.last + FLEET_GAP_MS - Date.now();
+    if (wait > 0) {
+      if (!f.timer) f.timer = setTimeout(() => { f.timer = null; loadFleet(); }, wait);
+      return;
+    }
+    f.busy = true;
+    f.last = Date.now();
+    api('GET', 'v1/fleet').then((r) => {
+      if (r.status === 404) {
+        f.off = true;
+        model.fleet = null;
+      } else if (r.ok && r.data) {
+        model.fleet = r.data;
+      }
+      renderFleet();
+    }).catch(() => {
+      // The event stream reports the connection; the panel keeps the last read.
+    }).finally(() => {
+      f.busy = false;
+      if (f.again) { f.again = false; loadFleet(); }
+    });
+  }
 
   // ---- state -------------------------------------------------------------
 
@@ -209,6 +252,7 @@
     if (!setSignals(st.signals) && (changed || !levelByName(st.level))) loadLevels();
     if (!prev || changed) loadHistory();
     if (st.shadow) loadWouldShed();
+    loadFleet();
     renderState();
     renderSignals();
   }
@@ -222,6 +266,7 @@
     setSignals(sig);
     renderSignals();
     if (model.state && model.state.shadow) loadWouldShed();
+    loadFleet();
   }
 
   // setSignals takes the latest signals object. When the set of configured
@@ -253,7 +298,7 @@
       : 'Level ' + st.index + (model.levels.length ? ' of ' + (model.levels.length - 1) : '');
     $('threshold').textContent = st.priority_threshold === 0 ? 'nothing shed (0)'
       : st.shadow ? st.priority_threshold + ' (shadow mode: counted, not shed)' : String(st.priority_threshold);
-    let source = st.source === 'override' ? 'operator override' : 'automatic';
+    let source = st.source === 'override' ? 'operator override' : st.source === 'fleet' ? 'fleet override' : 'automatic';
     if (st.override && st.source !== 'override') source += ' (a floor is set below it)';
     $('source').textContent = source;
     const rec = levelByName(st.recommended);
@@ -291,11 +336,59 @@
       cur.textContent = 'No override is active: the signals decide.';
       return;
     }
+    describeOverride(cur, o);
+  }
+
+  // describeOverride is an override in words: "Pinned at Major until …",
+  // then its reason, appended to node.
+  function describeOverride(node, o) {
     const exp = el('span', {});
     setTimeField(exp, o.expires_at, '–', true);
-    cur.append(
+    node.append(
       (o.mode === 'pin' ? 'Pinned at ' : 'Floored at ') + o.level + ' until ', exp,
       el('br'), 'Reason: ' + o.reason);
+  }
+
+  // renderFleet shows the fleet panel while fleet mode is on: the etcd
+  // connection, the fleet override, the levels and the error rate summed
+  // over the live instances, and one row per instance.
+  function renderFleet() {
+    const f = model.fleet;
+    $('fleet').hidden = !f;
+    if (!f) return;
+    $('fleet-name').textContent = f.name;
+    $('fleet-instance').textContent = f.instance;
+    const conn = $('fleet-conn');
+    conn.dataset.state = f.connected ? 'connected' : 'disconnected';
+    conn.textContent = f.connected ? 'Connected to etcd'
+      : 'Disconnected: etcd cannot be reached. This instance keeps the last fleet override it saw and its local error rate; the view below is the last one read.';
+
+    const ov = $('fleet-override');
+    ov.replaceChildren();
+    ov.classList.toggle('active', !!f.override);
+    if (f.override) describeOverride(ov, f.override);
+    else ov.textContent = 'none';
+
+    const counts = f.levels || {};
+    const names = model.levels.map((l) => l.name);
+    for (const n of Object.keys(counts).sort()) if (!names.includes(n)) names.push(n);
+    const parts = names.filter((n) => counts[n] > 0).map((n) => n + ' ' + counts[n]);
+    $('fleet-levels').textContent = parts.length ? parts.join(', ') : 'no instance reported';
+
+    $('fleet-errors').textContent = (missing(f.error_rate_percent) ? 'no attempts reported' : f.error_rate_percent.toFixed(2) + '%') +
+      ' (' + f.window_failures + ' failed of ' + f.window_attempts + ' attempts)';
+
+    const rows = (f.instances || []).map((i) => {
+      const seen = el('td', { class: 'time' });
+      ago(seen, i.seen_at);
+      return el('tr', { class: i.instance === f.instance ? 'self' : '', 'data-instance': i.instance },
+        el('td', {}, i.instance === f.instance ? i.instance + ' (this one)' : i.instance),
+        el('td', {}, i.level),
+        el('td', {}, i.source),
+        seen);
+    });
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '4' }, 'No live instance in the view.')));
+    document.querySelector('#fleet-instances tbody').replaceChildren(...rows);
   }
 
   function renderLevelsSelect() {
@@ -564,5 +657,6 @@
   renderSignals();
   renderHistory();
   setInterval(tick, 1000);
+  loadFleet();
   connect();
 }());

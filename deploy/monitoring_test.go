@@ -22,6 +22,7 @@ func exported(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
 	m := api.NewMetrics(reg, []string{"Normal", "Minor"})
 	m.Transition("Normal", "Minor", "auto") // a vector is gathered once it has a series
+	api.RegisterFleetMetrics(reg, nil)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -147,12 +147,13 @@ func (c *hubConn) send(p []byte) (dropped string) {
 // left, which sse_dropped_total does not count.
 func (h *hub) drop(c *hubConn, reason string) {
 	s := h.s
-	_ = c.conn.Close()
+	// Count before closing: whoever sees the stream end sees the count.
 	s.release()
 	if reason != "" {
 		s.Metrics.sseDropped(reason)
 		s.Logger.Debug("SSE subscriber dropped", "reason", reason, "remote_addr", c.conn.RemoteAddr().String())
 	}
+	_ = c.conn.Close()
 }
 
 // wait returns once the latest run has ended (at once if none started).

@@ -65,13 +65,8 @@ func (c *Client) Fleet(ctx context.Context) (Fleet, error) {
 // etcd committed it and the instance asked applied it; a 503 *APIError
 // means etcd could not be reached and nothing changed.
 func (c *Client) SetFleetOverride(ctx context.Context, r OverrideRequest) (Fleet, error) {
-	mode := "pin"
-	if r.Floor {
-		mode = "floor"
-	}
-	body := map[string]string{"level": r.Level, "mode": mode, "ttl": r.TTL.String(), "reason": r.Reason}
 	var f Fleet
-	err := c.call(ctx, http.MethodPut, "/v1/fleet/override", body, &f)
+	err := c.call(ctx, http.MethodPut, "/v1/fleet/override", r.body(), &f)
 	return f, err
 }
 

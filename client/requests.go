@@ -133,14 +133,18 @@ type OverrideRequest struct {
 // SetOverride pins or floors the level (PUT /v1/override; needs the admin
 // token) and returns the resulting state.
 func (c *Client) SetOverride(ctx context.Context, r OverrideRequest) (State, error) {
+	var st State
+	err := c.call(ctx, http.MethodPut, "/v1/override", r.body(), &st)
+	return st, err
+}
+
+// body is the JSON body of PUT /v1/override and PUT /v1/fleet/override.
+func (r OverrideRequest) body() map[string]string {
 	mode := "pin"
 	if r.Floor {
 		mode = "floor"
 	}
-	body := map[string]string{"level": r.Level, "mode": mode, "ttl": r.TTL.String(), "reason": r.Reason}
-	var st State
-	err := c.call(ctx, http.MethodPut, "/v1/override", body, &st)
-	return st, err
+	return map[string]string{"level": r.Level, "mode": mode, "ttl": r.TTL.String(), "reason": r.Reason}
 }
 
 // ClearOverride ends the active override, if any (DELETE /v1/override;

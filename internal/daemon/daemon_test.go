@@ -26,6 +26,23 @@ func loaderOf(path string) Loader {
 	}
 }
 
+// startFromFile builds a daemon from the config file at path, reloading
+// from it, and closes it when the test ends.
+func startFromFile(t *testing.T, path string, o Options) *Daemon {
+	t.Helper()
+	cfg, _, err := loaderOf(path)(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Load = loaderOf(path)
+	d, err := New(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
 func writeConfig(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
@@ -39,19 +56,11 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "degraded.yaml")
 	writeConfig(t, path, "data_dir: "+filepath.Join(dir, "data")+"\nhealth_check_interval: 10ms\nsignals: {cpu: {source: off}, memory: {source: off}}\nauth: {token: adm}\n")
-	cfg, _, err := loaderOf(path)(false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(cfg, Options{Load: loaderOf(path), Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := startFromFile(t, path, Options{Listener: ln})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -103,15 +112,7 @@ func TestReloadKeepsUnchangedSamplers(t *testing.T) {
 	path := filepath.Join(dir, "degraded.yaml")
 	body := "data_dir: \"\"\nsignals: {cpu: {source: cgroup}, memory: {source: off}, cgroup_path: " + dir + "}\n"
 	writeConfig(t, path, body)
-	cfg, _, err := loaderOf(path)(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(cfg, Options{Load: loaderOf(path)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := startFromFile(t, path, Options{})
 	before := d.opts.CPU
 	if err := d.Reload(); err != nil {
 		t.Fatal(err)
@@ -156,15 +157,7 @@ func TestReloadSwitchesQueries(t *testing.T) {
 		return fmt.Sprintf("data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}, prometheus: {url: %q, timeout: 500ms, queries: [{name: q, query: %q, interval: 1s}]}}\n", prom.URL, query)
 	}
 	writeConfig(t, path, body("vector(1)"))
-	cfg, _, err := loaderOf(path)(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(cfg, Options{Load: loaderOf(path)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := startFromFile(t, path, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -35,16 +35,8 @@ func TestFleetSettingsAreRestartOnly(t *testing.T) {
 	body := "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}}\n" +
 		"fleet: {enabled: true, name: shop, instance: web-1, error_rate_scope: fleet, etcd: {endpoints: [http://127.0.0.1:1]}}\n"
 	writeConfig(t, path, body)
-	cfg, _, err := loaderOf(path)(false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log lockedBuffer
-	d, err := New(cfg, Options{Load: loaderOf(path), Log: &log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := startFromFile(t, path, Options{Log: &log})
 	if f := d.Controller().State().Fleet; f == nil || f.Name != "shop" || f.Instance != "web-1" || f.Connected {
 		t.Fatalf("fleet object %+v, want shop/web-1, not connected", f)
 	}

@@ -24,15 +24,7 @@ func TestTimelineRecordedAndServed(t *testing.T) {
 	path := filepath.Join(dir, "degraded.yaml")
 	body := "data_dir: " + filepath.Join(dir, "data") + "\nhealth_check_interval: 10ms\nsignals: {cpu: {source: off}, memory: {source: off}}\nauth: {token: adm}\n"
 	writeConfig(t, path, body)
-	cfg, _, err := loaderOf(path)(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(cfg, Options{Load: loaderOf(path)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := startFromFile(t, path, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -321,11 +321,7 @@ func TestTransitions(t *testing.T) {
 
 // statusOf returns the published state of the named signal.
 func statusOf(st *State, name string) string {
-	sig, ok := levels.SignalByName(name)
-	if !ok {
-		return "no such signal " + name
-	}
-	return st.Signals.State(sig).String()
+	return st.Signals.State(levels.Signal(name)).String()
 }
 
 // hasValue reports whether the published signal has a value.

@@ -74,13 +74,6 @@ func (s Signal) Key() string {
 // or "" for a signal without one.
 func (s Signal) RecoveryKey() string { return specs[s].recoveryKey }
 
-// SignalByName returns the built-in signal named name, and whether there
-// is one.
-func SignalByName(name string) (Signal, bool) {
-	s := Signal(name)
-	return s, s.Builtin()
-}
-
 // customName is the rule for custom signal names (DESIGN "Signals").
 var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 

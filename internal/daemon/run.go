@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/degraded/degraded/config"
 )
 
 // Run runs the health loop and, with Options.Listener, serves the API on
@@ -83,6 +81,3 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	return nil
 }
-
-// Config returns the configuration in force.
-func (d *Daemon) Config() *config.Config { return d.cfg.Load() }

@@ -62,26 +62,26 @@ func (c *Controller) evaluateEvent() {
 	c.lastEvent.Store(now.UnixNano())
 
 	c.mu.Lock()
-	o, ready := c.opts, c.ready
+	o, ready, errSince, sample := c.opts, c.ready, c.errSince, c.signals.Clone()
 	c.mu.Unlock()
 	if !ready {
 		return
 	}
+	// Read the sources and the window, and log failures, outside c.mu.
 	var readings []levels.Reading
 	for _, src := range o.Sources {
 		if in, ok := src.(Instant); ok {
 			readings = append(readings, in.Read(context.Background(), now)...)
 		}
 	}
+	c.apply(sample, readings)
+	sample = sampleWindow(o, errSince, now, sample)
+	sample.SampledAt = now.UTC()
+	counts := c.latencyCounts(o, now)
 
 	c.mu.Lock()
-	sample := c.signals.Clone()
-	c.apply(sample, readings)
-	sample = sampleWindow(c.opts, c.errSince, now, sample)
-	sample.SampledAt = now.UTC()
 	c.signals = sample
 	before := c.seq
-	counts := c.latencyCounts(c.opts, now)
 	var moves []Transition
 	c.auto.Since = c.dwellStart()
 	var m levels.Move

@@ -100,10 +100,11 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	if d.window, err = errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets}); err != nil {
 		return nil, err
 	}
-	opts, err := d.controllerOptions(cfg, nil)
+	opts, commit, err := d.controllerOptions(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
+	commit() // nothing was in force before
 	tokens, err := tokensOf(cfg)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/config"
+	"github.com/degraded/degraded/controller"
 	"go.uber.org/goleak"
 )
 
@@ -178,5 +179,29 @@ func TestReloadSwitchesQueries(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRefusedReloadChangesNoSource: a reload the controller refuses (its
+// table drops the level the override pins) leaves the pushed signals as
+// they were: nothing of the new config is half in force.
+func TestRefusedReloadChangesNoSource(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "degraded.yaml")
+	base := "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}, custom: [{name: %s, ttl: 1m}]}\n"
+	writeConfig(t, path, fmt.Sprintf(base, "queue_depth"))
+	d := startFromFile(t, path, Options{})
+	if _, err := d.Controller().SetOverride(controller.OverrideRequest{Level: "Major", Mode: controller.ModePin, TTL: time.Hour, Reason: "INC-1"}); err != nil {
+		t.Fatal(err)
+	}
+	writeConfig(t, path, fmt.Sprintf(base, "backlog")+"levels: [{name: Minor, priority_threshold: 10}]\n")
+	if err := d.Reload(); err == nil {
+		t.Fatal("a reload dropping the pinned level was accepted")
+	}
+	if err := d.pushed.Set("queue_depth", 1, time.Now()); err != nil {
+		t.Errorf("after the refused reload, queue_depth: %v, want it still configured", err)
+	}
+	if err := d.pushed.Set("backlog", 1, time.Now()); err == nil {
+		t.Error("after the refused reload, backlog was accepted: the new config is half in force")
 	}
 }

@@ -29,23 +29,24 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 // controllerOptions maps a config onto the controller's options; the
 // store, observer and logger are added by the caller. With the previous
 // config, samplers whose source and cgroup path did not change are kept,
-// so that a reload does not make them warm up again.
-func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (controller.Options, error) {
+// so that a reload does not make them warm up again. commit puts the
+// sources in force once the options are (see sources).
+func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (o controller.Options, commit func(), err error) {
 	table, err := c.Table()
 	if err != nil {
-		return controller.Options{}, err
+		return controller.Options{}, nil, err
 	}
 	cpu, err := d.sampler(c, prev, c.Signals.CPU, prevSource(prev, true), d.opts.CPU, d.override.cpu, signals.CPU)
 	if err != nil {
-		return controller.Options{}, err
+		return controller.Options{}, nil, err
 	}
 	mem, err := d.sampler(c, prev, c.Signals.Memory, prevSource(prev, false), d.opts.Memory, d.override.memory, signals.Memory)
 	if err != nil {
-		return controller.Options{}, err
+		return controller.Options{}, nil, err
 	}
-	sources, err := d.sources(c, prev)
+	sources, commit, err := d.sources(c, prev)
 	if err != nil {
-		return controller.Options{}, err
+		return controller.Options{}, nil, err
 	}
 	return controller.Options{
 		Sources:              sources,
@@ -65,7 +66,7 @@ func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (contr
 		Shadow:               c.Mode == "shadow",
 		CPU:                  cpu,
 		Memory:               mem,
-	}, nil
+	}, commit, nil
 }
 
 func prevSource(prev *config.Config, cpu bool) config.SignalSource {

@@ -58,7 +58,7 @@ func (d *Daemon) Reload() error {
 // apply puts a valid config in force: the controller's options, the
 // tokens and the level names of the metrics. d.reloadMu must be held.
 func (d *Daemon) apply(cfg *config.Config) error {
-	opts, err := d.controllerOptions(cfg, d.cfg.Load())
+	opts, commit, err := d.controllerOptions(cfg, d.cfg.Load())
 	if err != nil {
 		return err
 	}
@@ -70,6 +70,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 	if err := d.ctrl.Reconfigure(opts); err != nil {
 		return err
 	}
+	commit()
 	d.opts = opts
 	d.tokens.Store(tokens)
 	if d.recorder != nil {

@@ -16,25 +16,35 @@ import (
 // not change (its identity: the pressure source and path; the pushed
 // store always, reconfigured; the queries' url, timeout and specs), so a
 // reload does not make it warm up again.
-func (d *Daemon) sources(cfg, prev *config.Config) ([]controller.Source, error) {
-	var out []controller.Source
+//
+// Building changes nothing in force: commit puts the pressure source, the
+// pushed signals and the queries in force, and is called only once the
+// controller took the new options, so a refused reload leaves them as
+// they were.
+func (d *Daemon) sources(cfg, prev *config.Config) (out []controller.Source, commit func(), err error) {
 	p, err := d.pressure(cfg, prev)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p != nil {
 		out = append(out, p)
 	}
-	d.pushed.Configure(cfg.PushedSignals(), cfg.QueriedNames())
 	out = append(out, d.pushed)
-	q, err := d.queriesFor(cfg, prev)
+	q, changed, err := d.queriesFor(cfg, prev)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if q != nil {
 		out = append(out, q)
 	}
-	return out, nil
+	commit = func() {
+		d.psi = p
+		d.pushed.Configure(cfg.PushedSignals(), cfg.QueriedNames())
+		if changed {
+			d.runner.swap(q)
+		}
+	}
+	return out, commit, nil
 }
 
 // pressure returns the PSI source: the one in force if its source and
@@ -48,32 +58,26 @@ func (d *Daemon) pressure(cfg, prev *config.Config) (*signals.Pressure, error) {
 	if err := signals.CheckPressure(src, cfg.Signals.CgroupPath); err != nil {
 		return nil, &config.ValidationError{Problems: []string{fmt.Sprintf("signals.pressure.source: %v (was %s)", err, src)}}
 	}
-	p, err := signals.NewPressure(src, cfg.Signals.CgroupPath)
-	if err != nil {
-		return nil, err
-	}
-	d.psi = p
-	return p, nil
+	return signals.NewPressure(src, cfg.Signals.CgroupPath)
 }
 
-// queriesFor returns the query runner's queries for cfg: the running ones
-// if nothing about them changed, else new ones the runner switches to.
-func (d *Daemon) queriesFor(cfg, prev *config.Config) (*signals.Queries, error) {
+// queriesFor returns the queries for cfg: the running ones if nothing
+// about them changed, else new ones (nil without queries) for the runner
+// to switch to, with changed set.
+func (d *Daemon) queriesFor(cfg, prev *config.Config) (q *signals.Queries, changed bool, err error) {
 	specs := cfg.QuerySpecs()
 	if prev != nil && d.runner.current() != nil && prev.Signals.Prometheus.URL == cfg.Signals.Prometheus.URL &&
 		prev.Signals.Prometheus.Timeout == cfg.Signals.Prometheus.Timeout && slices.Equal(prev.QuerySpecs(), specs) {
-		return d.runner.current(), nil
+		return d.runner.current(), false, nil
 	}
 	if len(specs) == 0 {
-		d.runner.swap(nil)
-		return nil, nil
+		return nil, true, nil
 	}
-	q, err := signals.NewQueries(cfg.Signals.Prometheus.URL, cfg.Signals.Prometheus.Timeout, specs, nil)
+	q, err = signals.NewQueries(cfg.Signals.Prometheus.URL, cfg.Signals.Prometheus.Timeout, specs, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	d.runner.swap(q)
-	return q, nil
+	return q, true, nil
 }
 
 // queryRunner runs the Prometheus queries in force while the daemon runs,

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -169,6 +170,84 @@ func TestLevelDocument(t *testing.T) {
 	}
 	if w := r.do("GET", "/v1/level", "", "If-None-Match", `W/"0"`); w.Code != 200 {
 		t.Errorf("If-None-Match stale: %d, want 200", w.Code)
+	}
+}
+
+// levelDocument is the state document as encoding/json writes it: the
+// state and the reports seen (outside sequence coverage: they never change
+// the ETag). The server writes it by hand, and must write the same bytes.
+type levelDocument struct {
+	*controller.State
+	Reports reports `json:"reports"`
+}
+
+// reports says whether outcome reports arrive: refused ones, for their
+// token, and the error window's live totals.
+type reports struct {
+	RefusedTotal   int64      `json:"refused_total"`
+	LastRefusedAt  *time.Time `json:"last_refused_at"`
+	WindowAttempts int64      `json:"window_attempts"`
+	WindowFailures int64      `json:"window_failures"`
+	// WouldShed is shadow_would_shed_total by level: what clients and
+	// GET /v1/admit admitted in shadow mode that enforcement would have shed.
+	WouldShed map[string]int64 `json:"would_shed"`
+}
+
+// GET /v1/level shares the encoding of the published state with the SSE
+// event; it must still answer exactly what encoding the whole document
+// answers, and never a state older than the one published.
+// report posts outcomes with the report token and runs a health check.
+func (r *rig) report(t *testing.T, success, failure int) {
+	t.Helper()
+	body := fmt.Sprintf(`{"success":%d,"failure":%d}`, success, failure)
+	if w := r.do("POST", "/v1/outcomes", body, "Authorization", "Bearer rep"); w.Code != http.StatusAccepted {
+		t.Fatalf("outcomes: %d %s", w.Code, w.Body)
+	}
+	r.c.Check(context.Background())
+}
+
+func TestLevelDocumentIsFreshAndWhole(t *testing.T) {
+	r := newRig(t, Deps{})
+	r.tokens.Store(&Tokens{Admin: "s3cret", Report: "rep"})
+	for i, step := range []func(){
+		func() {},
+		func() { r.report(t, 939, 61) },
+		func() { r.report(t, 1, 0) }, // reports move, the state does not
+		func() {
+			if w := r.do("PUT", "/v1/override", `{"level":"Major","mode":"pin","ttl":"1m","reason":"INC-7"}`, "Authorization", "Bearer s3cret"); w.Code != 200 {
+				t.Fatalf("PUT /v1/override: %d %s", w.Code, w.Body)
+			}
+		},
+		func() { r.do("POST", "/v1/outcomes", `{"success":1}`, "Authorization", "Bearer wrong") }, // refused
+		func() { r.m.addWouldShed(map[string]int64{"Major": 3, "Nonesuch": 1}) },
+	} {
+		step()
+		got := r.do("GET", "/v1/level", "").Body.String()
+		var seen struct{ Reports reports }
+		if err := json.Unmarshal([]byte(got), &seen); err != nil {
+			t.Fatalf("step %d: %v: %s", i, err, got)
+		}
+		doc := levelDocument{State: r.c.State(), Reports: seen.Reports}
+		var want strings.Builder
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(doc); err != nil {
+			t.Fatal(err)
+		}
+		if got != want.String() {
+			t.Errorf("step %d: GET /v1/level\n got %s\nwant %s", i, got, want.String())
+		}
+		if a, f := r.win.Totals(time.Now()); seen.Reports.WindowAttempts != a || seen.Reports.WindowFailures != f {
+			t.Errorf("step %d: reports %+v, want the window's %d attempts and %d failures", i, seen.Reports, a, f)
+		}
+	}
+	var last struct{ Reports reports }
+	_ = json.Unmarshal(r.do("GET", "/v1/level", "").Body.Bytes(), &last)
+	if rep := last.Reports; rep.RefusedTotal != 1 || rep.LastRefusedAt == nil || rep.WouldShed["Major"] != 3 || rep.WouldShed["unknown"] != 1 {
+		t.Errorf("reports %+v, want 1 refused and would_shed Major 3, unknown 1", rep)
+	}
+	if !strings.Contains(r.do("GET", "/v1/level", "").Body.String(), `"level":"Major"`) {
+		t.Error("the document does not show the pin set last")
 	}
 }
 

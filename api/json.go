@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // maxBody is the largest request body accepted.
@@ -60,6 +61,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) *httpError {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return decodeError(io.EOF)
 	}
+	// The common body is well formed and spelled right: decoding it and
+	// scanning its keys once is enough. Anything else takes the careful
+	// path, which names what is wrong.
+	if json.Unmarshal(data, v) == nil && cleanKeys(data, reflect.TypeOf(v)) {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero() // what the first decode left
 	keys := json.NewDecoder(bytes.NewReader(data))
 	if err := checkKeys(keys, reflect.TypeOf(v)); err != nil {
 		return err
@@ -146,12 +154,27 @@ func syntaxError(err error) *httpError {
 
 // fieldByJSONName finds the field of struct t whose JSON name is exactly name.
 func fieldByJSONName(t reflect.Type, name string) (reflect.Type, bool) {
+	ft, ok := jsonFields(t)[name]
+	return ft, ok
+}
+
+// fieldsByType caches jsonFields: a body type's fields are looked up for
+// every key of every request.
+var fieldsByType sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields maps the JSON names of struct t's exported fields to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsByType.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
 	for f := range t.Fields() {
-		if n := jsonName(f); n != "-" && f.IsExported() && n == name {
-			return f.Type, true
+		if n := jsonName(f); n != "-" && f.IsExported() {
+			m[n] = f.Type
 		}
 	}
-	return nil, false
+	fieldsByType.Store(t, m)
+	return m
 }
 
 func jsonName(f reflect.StructField) string {

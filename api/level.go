@@ -16,25 +16,6 @@ import (
 // only change with the sequence, not the signals.
 func etag(st *controller.State) string { return fmt.Sprintf(`W/"%d"`, st.Sequence) }
 
-// levelDocument is the state document with the reports seen, which are
-// outside sequence coverage: they never change the ETag.
-type levelDocument struct {
-	*controller.State
-	Reports reports `json:"reports"`
-}
-
-// reports says whether outcome reports arrive: refused ones, for their
-// token, and the error window's live totals.
-type reports struct {
-	RefusedTotal   int64      `json:"refused_total"`
-	LastRefusedAt  *time.Time `json:"last_refused_at"`
-	WindowAttempts int64      `json:"window_attempts"`
-	WindowFailures int64      `json:"window_failures"`
-	// WouldShed is shadow_would_shed_total by level: what clients and
-	// GET /v1/admit admitted in shadow mode that enforcement would have shed.
-	WouldShed map[string]int64 `json:"would_shed"`
-}
-
 // handleLevel serves the state document. With ?wait=D&after=N it waits until
 // the sequence passes N or D ends (at most MaxWait), then answers either way.
 // A waiting long-poll takes a stream slot (503 when none is left).
@@ -70,12 +51,45 @@ func (s *server) handleLevel() http.HandlerFunc {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		doc := levelDocument{State: st}
-		doc.Reports.RefusedTotal, doc.Reports.LastRefusedAt = s.refusals.get(routeOutcomes)
-		doc.Reports.WindowAttempts, doc.Reports.WindowFailures = s.Outcomes.Totals(time.Now())
-		doc.Reports.WouldShed = s.Metrics.wouldShedCounts()
-		writeJSON(w, http.StatusOK, doc)
+		s.writeLevelDocument(w, st)
 	}
+}
+
+// writeLevelDocument answers the state document: st's shared encoding
+// (the one its SSE event carries) with the live reports appended, so a
+// poll encodes only the reports, not the whole state again. The reports
+// are written as encoding/json writes the reports type.
+func (s *server) writeLevelDocument(w http.ResponseWriter, st *controller.State) {
+	e, err := s.encodeLevel(st)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding the state: "+err.Error())
+		return
+	}
+	refused, last := s.refusals.get(routeOutcomes)
+	attempts, failures := s.Outcomes.Totals(time.Now())
+	b := make([]byte, 0, len(e.json)+256)
+	b = append(b, e.json[:len(e.json)-1]...) // without its closing brace
+	b = append(b, `,"reports":{"refused_total":`...)
+	b = strconv.AppendInt(b, refused, 10)
+	b = append(b, `,"last_refused_at":`...)
+	if last == nil {
+		b = append(b, "null"...)
+	} else if b, err = last.AppendText(append(b, '"')); err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding the reports: "+err.Error())
+		return
+	} else {
+		b = append(b, '"')
+	}
+	b = append(b, `,"window_attempts":`...)
+	b = strconv.AppendInt(b, attempts, 10)
+	b = append(b, `,"window_failures":`...)
+	b = strconv.AppendInt(b, failures, 10)
+	b = append(b, `,"would_shed":`...)
+	b = append(b, s.Metrics.wouldShedJSON()...)
+	b = append(b, "}}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b) // the client went away; nothing to do
 }
 
 // acquireStream takes one of MaxStreams slots for a stream or long-poll;

@@ -46,6 +46,7 @@ type Metrics struct {
 	mu         sync.Mutex // guards levelNames and shed
 	levelNames []string
 	shed       map[string]int64 // wouldShed's values, for GET /v1/level
+	shedJSON   []byte           // shed encoded; nil when it changed
 }
 
 var _ controller.Observer = (*Metrics)(nil)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -42,6 +43,7 @@ func (m *Metrics) shedLabelsLocked() {
 		m.wouldShed.WithLabelValues(n)
 	}
 	m.shed = keep
+	m.shedJSON = nil
 }
 
 // shedLevelsLocked are the level names shed counts are kept for: every
@@ -86,16 +88,22 @@ func (m *Metrics) addShedLocked(name string, c int64) {
 		name = unknownLevel
 	}
 	m.shed[name] += c
+	m.shedJSON = nil
 	m.wouldShed.WithLabelValues(name).Add(float64(c))
 }
 
-// wouldShedCounts returns the would-shed counts since the start, by level
-// (every level but Normal, and unknown); empty for a nil m.
-func (m *Metrics) wouldShedCounts() map[string]int64 {
+// wouldShedJSON is the would-shed counts since the start, by level
+// (every level but Normal, and unknown), encoded as JSON and kept until
+// they change: every GET /v1/level carries it, and outside shadow mode it never
+// changes.
+func (m *Metrics) wouldShedJSON() []byte {
 	if m == nil {
-		return map[string]int64{}
+		return []byte("{}")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return maps.Clone(m.shed)
+	if m.shedJSON == nil {
+		m.shedJSON, _ = json.Marshal(m.shed) // a map of strings to integers always encodes
+	}
+	return m.shedJSON
 }

@@ -160,9 +160,11 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// encodedLevel is a level event already encoded for one published state.
+// encodedLevel is one published state encoded once: its JSON, and the
+// level event that carries it.
 type encodedLevel struct {
 	st    *controller.State
+	json  []byte // the state document without "reports", ending in "}"
 	event []byte
 }
 
@@ -181,15 +183,28 @@ func (s *server) writeLevel(w io.Writer, st *controller.State) error {
 
 // levelEvent is the shared encoding of the level event for st.
 func (s *server) levelEvent(st *controller.State) ([]byte, error) {
+	e, err := s.encodeLevel(st)
+	if err != nil {
+		return nil, err
+	}
+	return e.event, nil
+}
+
+// encodeLevel encodes st once for every reader of the same published
+// state: SSE subscribers and GET /v1/level alike.
+func (s *server) encodeLevel(st *controller.State) (*encodedLevel, error) {
 	if c := s.lastLevel.Load(); c != nil && c.st == st {
-		return c.event, nil
+		return c, nil
 	}
 	var b bytes.Buffer
 	if err := encodeEvent(&b, "level", st.Sequence, st); err != nil {
 		return nil, err
 	}
-	s.lastLevel.Store(&encodedLevel{st: st, event: b.Bytes()})
-	return b.Bytes(), nil
+	ev := b.Bytes()
+	data := ev[bytes.Index(ev, []byte("data: "))+len("data: "):]
+	e := &encodedLevel{st: st, json: data[:len(data)-len("\n\n")], event: ev}
+	s.lastLevel.Store(e)
+	return e, nil
 }
 
 // writeEvent writes one SSE event; JSON holds no newlines, so data is one line.

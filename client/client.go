@@ -121,7 +121,9 @@ type Client struct {
 	// that an outcome and its latency are always taken together.
 	observed [2][numLatencyBuckets]atomic.Int64
 	shadow   shadowCounts // would-shed counts of shadow mode, not yet taken by a flush
-	pending  counts       // taken but not yet accepted; owned by the flusher
+	// timing is the middleware's latency sampling, set by each flush.
+	timing  timing
+	pending counts // taken but not yet accepted; owned by the flusher
 	// pendingShed are would-shed counts taken but not yet accepted, by
 	// level name; nil when none. Owned by the flusher.
 	pendingShed map[string]int64

@@ -33,10 +33,16 @@ func PriorityFromHeader(name string, fallback int) func(*http.Request) int {
 // not admitted is answered 503 with Retry-After (whole seconds until the
 // level could drop, at least 1) and X-Degraded-Level, without reaching
 // next and without being recorded: shed load must never feed the error
-// rate that caused the shedding. An admitted request is timed and
-// observed (Client.Observe) as a failure if next answers >= 500 or panics
-// (the panic continues up the stack), else as a success; its latency is
-// the time next took to return. In shadow mode (State.Shadow) nothing is
+// rate that caused the shedding. An admitted request counts as a failure
+// if next answers >= 500 or panics (the panic continues up the stack),
+// else as a success; its latency is the time next took to return.
+//
+// Every admitted request's outcome is counted (Client.Record). Its latency
+// is observed (Client.Observe) for every request while the client serves
+// up to about 2,048 requests a second, and above that for a uniform random
+// sample of at least 1,024 a second, re-chosen at each report: timing a
+// request costs two clock reads, more than the rest of the middleware, and
+// a quantile of that many observations a second is as good as one of all. In shadow mode (State.Shadow) nothing is
 // shed: what would have been is counted as Allow counts it, then served
 // and observed like any other request.
 //
@@ -48,7 +54,7 @@ func PriorityFromHeader(name string, fallback int) func(*http.Request) int {
 func Middleware(c *Client, priority func(*http.Request) int) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		m := &middleware{c: c, priority: priority, next: next, epoch: time.Now()}
-		m.writers.New = func() any { return new(statusWriter) }
+		m.writers.New = func() any { return &statusWriter{rng: newXorshift()} }
 		return m
 	}
 }
@@ -73,7 +79,10 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := m.writers.Get().(*statusWriter)
 	sw.ResponseWriter = w
-	start := time.Since(m.epoch)
+	start := time.Duration(-1) // not timed
+	if m.c.timing.timed(&sw.rng) {
+		start = time.Since(m.epoch)
+	}
 	defer m.done(sw, start)
 	m.next.ServeHTTP(sw, r)
 	sw.returned = true
@@ -81,11 +90,17 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // done observes a request that next served, or panicked in (the panic
 // goes on; its writer is not reused, since the handler's goroutines may
-// still hold it).
+// still hold it): its latency too if it was timed (start >= 0), else only
+// its outcome.
 func (m *middleware) done(sw *statusWriter, start time.Duration) {
-	m.c.Observe(sw.returned && sw.status < 500, time.Since(m.epoch)-start)
+	ok := sw.returned && sw.status < 500
+	if start >= 0 {
+		m.c.Observe(ok, time.Since(m.epoch)-start)
+	} else {
+		m.c.Record(ok)
+	}
 	if sw.returned {
-		*sw = statusWriter{}
+		*sw = statusWriter{rng: sw.rng}
 		m.writers.Put(sw)
 	}
 }
@@ -112,6 +127,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status   int
 	returned bool
+	rng      xorshift // which requests are timed; kept across uses
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -114,8 +114,14 @@ func (c *Client) flush(ctx context.Context) error {
 		p.success += s
 		latency[i] = f + s
 	}
-	p.success += c.success.Swap(0)
-	p.failure += c.failure.Swap(0)
+	recS, recF := c.success.Swap(0), c.failure.Swap(0)
+	p.success += recS
+	p.failure += recF
+	var observed int64
+	for _, n := range latency {
+		observed += n
+	}
+	c.timing.adapt(observed+recS+recF, time.Now())
 	withLatency := c.keepsLatency()
 	if withLatency {
 		for i, n := range latency {

@@ -15,14 +15,14 @@ import (
 // followingClient returns a client.Client that holds a real state pushed
 // over SSE by the daemon's own controller and API (in-process, on
 // loopback), pinned at level: the exact state a service would be in.
-func followingClient(b *testing.B, level string) *client.Client {
+func followingClient(b *testing.B, level string, opts ...client.Option) *client.Client {
 	b.Helper()
 	r := daemontest.Start(b, `data_dir: ""`, daemon.Options{})
 	ctrl := r.Controller()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	srv := r.Server
-	c, err := client.New(srv.URL, client.WithReportInterval(time.Hour))
+	c, err := client.New(srv.URL, append([]client.Option{client.WithReportInterval(time.Hour)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,10 +3,12 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -58,6 +60,8 @@ func (f *Fleet) SetOverride(ctx context.Context, o Override) (OverrideUpdate, er
 	}
 	exp := o.ExpiresAt
 	e := AuditEntry{Action: ActionSet, Level: o.Level, Mode: o.Mode, TTL: o.TTL.String(), Reason: o.Reason, Instance: o.Instance, At: o.SetAt, ExpiresAt: &exp}
+	// On an error the new lease is left to run out: the transaction may
+	// have committed all the same, and revoking it would delete the key.
 	rev, err := f.audited(ctx, octx, cli, e, clientv3.OpPut(f.keys.override(), string(b), clientv3.WithLease(lease.ID)))
 	if err != nil {
 		return OverrideUpdate{}, err
@@ -87,23 +91,30 @@ func (f *Fleet) ClearOverride(ctx context.Context, reason string) (OverrideUpdat
 	return u, nil
 }
 
-// audited commits change with the next audit entry: it reads audit_seq,
-// then in one transaction that holds only if audit_seq is unchanged,
-// applies change, increments audit_seq, writes the entry and deletes the
-// one AuditKeep back. It retries when another writer got there first.
-// octx bounds the operations; ctx is the caller's.
+// audited commits change with the next audit entry: it reads audit_seq
+// and the override's lease, then in one transaction that holds only if
+// audit_seq is unchanged, applies change, increments audit_seq, writes the
+// entry and deletes the one AuditKeep back. It retries when another writer
+// got there first. Once committed, it revokes the lease of the override
+// it replaced or deleted, which nothing holds any more: otherwise every
+// PUT would leave a lease in etcd for as long as its ttl. octx bounds the
+// operations; ctx is the caller's.
 func (f *Fleet) audited(ctx, octx context.Context, cli *clientv3.Client, e AuditEntry, change clientv3.Op) (int64, error) {
 	for {
-		resp, err := cli.Get(octx, f.keys.auditSeq())
+		read, err := cli.Txn(octx).Then(clientv3.OpGet(f.keys.auditSeq()), clientv3.OpGet(f.keys.override())).Commit()
 		if err != nil {
 			return 0, unavailable(ctx, "read audit_seq", err)
 		}
 		var seq, modRev int64
-		if len(resp.Kvs) == 1 {
-			modRev = resp.Kvs[0].ModRevision
-			if seq, err = strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err != nil {
-				return 0, fmt.Errorf("fleet: %s holds %q, not a number: %w", f.keys.auditSeq(), resp.Kvs[0].Value, err)
+		if kvs := read.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
+			modRev = kvs[0].ModRevision
+			if seq, err = strconv.ParseInt(string(kvs[0].Value), 10, 64); err != nil {
+				return 0, fmt.Errorf("fleet: %s holds %q, not a number: %w", f.keys.auditSeq(), kvs[0].Value, err)
 			}
+		}
+		var replaced clientv3.LeaseID
+		if kvs := read.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+			replaced = clientv3.LeaseID(kvs[0].Lease)
 		}
 		e.Seq = seq + 1
 		b, err := json.Marshal(e)
@@ -121,8 +132,22 @@ func (f *Fleet) audited(ctx, octx context.Context, cli *clientv3.Client, e Audit
 			return 0, unavailable(ctx, "write the fleet override", err)
 		}
 		if tr.Succeeded {
+			f.revoke(ctx, cli, replaced)
 			return tr.Header.Revision, nil
 		}
+	}
+}
+
+// revoke ends the lease of a fleet override that is no longer in etcd; a
+// failure is logged, and the lease runs out with its ttl.
+func (f *Fleet) revoke(ctx context.Context, cli *clientv3.Client, lease clientv3.LeaseID) {
+	if lease == clientv3.NoLease {
+		return
+	}
+	rctx, cancel := f.op(context.WithoutCancel(ctx))
+	defer cancel()
+	if _, err := cli.Revoke(rctx, lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		f.log.Warn("fleet: could not revoke the lease of the replaced fleet override; it ends with its ttl", "lease", int64(lease), "err", err)
 	}
 }
 

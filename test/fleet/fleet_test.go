@@ -236,6 +236,47 @@ func TestAuditHistory(t *testing.T) {
 	}
 }
 
+// A replaced or cleared fleet override leaves no lease behind in etcd:
+// only the instances' leases and the standing override's remain.
+func TestReplacedOverrideLeavesNoLease(t *testing.T) {
+	etcd := startEtcd(t)
+	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
+	connected(t, a, b)
+	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.endpoint()}, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ctx := context.Background()
+	leases := func() int {
+		t.Helper()
+		l, err := raw.Leases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Leases)
+	}
+	instances := leases()
+	for i, step := range []func() error{
+		func() error { _, err := a.SetOverride(ctx, pin("Major", "INC-42", 15*time.Minute)); return err },
+		func() error { _, err := b.SetOverride(ctx, pin("Severe", "INC-42 worse", 15*time.Minute)); return err },
+		func() error { _, err := a.SetOverride(ctx, pin("Severe", "INC-42 worse", 15*time.Minute)); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+		if got := leases(); got != instances+1 {
+			t.Errorf("after PUT %d: %d leases in etcd, want %d (the instances' and one for the override)", i+1, got, instances+1)
+		}
+	}
+	if _, err := b.ClearOverride(ctx, "INC-42 resolved"); err != nil {
+		t.Fatal(err)
+	}
+	if got := leases(); got != instances {
+		t.Errorf("after the DELETE: %d leases in etcd, want the instances' %d", got, instances)
+	}
+}
+
 func TestTwoProcessesUnderOneInstanceNameConflict(t *testing.T) {
 	etcd := startEtcd(t)
 	a, b, c := member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-2")

@@ -38,11 +38,13 @@ const reactionTimeout = 2 * time.Second
 
 // reactionSeries is one series of trials at one number of subscribers.
 type reactionSeries struct {
-	Others   int       // SSE subscribers connected beside the measuring one
-	Trials   []float64 // ms: the POST's first byte -> the measuring subscriber's `event: level` read
-	Levels   []string  // the level each trial's event published
-	LastMs   []float64 // ms: the POST's first byte -> the last of the Others holding the event (Others > 0)
-	Discards int       // trials redone because a health check escalated before the POST
+	Others int       // SSE subscribers connected beside the measuring one
+	Trials []float64 // ms: the POST's first byte -> the measuring subscriber's `event: level` read
+	Levels []string  // the level each trial's event published
+	// OthersMs is, per trial, ms from the POST's first byte to the first,
+	// the median and the last of the Others holding the event (Others > 0).
+	OthersMs []changeStats
+	Discards int // trials redone because a health check escalated before the POST
 }
 
 // reactionResult is what `degbench reaction` writes.
@@ -183,9 +185,10 @@ type reactionRun struct {
 
 // trialOutcome is one trial: its reaction, or that it was spoiled.
 type trialOutcome struct {
-	ms, lastMs float64
-	level      string
-	discarded  bool
+	ms        float64
+	others    changeStats
+	level     string
+	discarded bool
 }
 
 // series runs trials until n were measured, redoing each one a health
@@ -205,13 +208,14 @@ func (x reactionRun) series(n, others int, subs *subscriberProcess) (reactionSer
 		}
 		s.Trials, s.Levels = append(s.Trials, o.ms), append(s.Levels, o.level)
 		if subs != nil {
-			s.LastMs = append(s.LastMs, o.lastMs)
+			s.OthersMs = append(s.OthersMs, o.others)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "reaction: %s: %d trials (%d discarded), to the measuring subscriber p50/p90/p99/max %.2f/%.2f/%.2f/%.2f ms",
 		s.who(), len(s.Trials), s.Discards, quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1))
 	if subs != nil {
-		fmt.Fprintf(os.Stderr, "; to the last of the %d others p50/p99 %.2f/%.2f ms", others, quantile(s.LastMs, .5), quantile(s.LastMs, .99))
+		fmt.Fprintf(os.Stderr, "; to the first of the %d others p50 %.2f ms, to the last p50/p99 %.2f/%.2f ms",
+			others, quantile(firstMs(s.OthersMs), .5), quantile(lastMs(s.OthersMs), .5), quantile(lastMs(s.OthersMs), .99))
 	}
 	fmt.Fprintln(os.Stderr)
 	return s, nil
@@ -301,12 +305,20 @@ func (x reactionRun) measure(c *rawConn, subs *subscriberProcess) (trialOutcome,
 		if err != nil {
 			return o, err
 		}
-		o.lastMs = cs.LastMs
+		o.others = cs
 	}
 	if !o.discarded && ev.id != seq+1 {
 		return o, fmt.Errorf("the report's event has sequence %d, want %d (the reset's %d + 1)", ev.id, seq+1, seq)
 	}
 	return o, nil
+}
+
+func firstMs(cs []changeStats) []float64 {
+	v := make([]float64, len(cs))
+	for i, c := range cs {
+		v[i] = c.FirstMs
+	}
+	return v
 }
 
 // awaitState returns the first level event with a sequence of at least seq.

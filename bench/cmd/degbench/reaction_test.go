@@ -122,13 +122,13 @@ func TestRawConn(t *testing.T) {
 func TestReportReaction(t *testing.T) {
 	one := reactionSeries{Trials: []float64{0.4, 0.5, 0.6, 1.2}, Levels: []string{"Minor", "Major", "Major", "Major"}}
 	many := reactionSeries{Others: 10000, Trials: []float64{1, 2, 3, 9}, Levels: []string{"Severe", "Severe", "Severe", "Severe"},
-		LastMs: []float64{20, 30, 40, 50}, Discards: 1}
+		OthersMs: []changeStats{{FirstMs: 1, LastMs: 20}, {FirstMs: 2, LastMs: 30}, {FirstMs: 3, LastMs: 40}, {FirstMs: 4, LastMs: 50}}, Discards: 1}
 	r := report{reaction: &reactionResult{WarmS: 10.1, Series: []reactionSeries{one, many}}}
 	var b strings.Builder
 	r.writeReaction(&b)
 	for _, row := range []string{
-		"| 1 subscriber | 4 | 0 | 0.50 ms | 1.20 ms | 1.20 ms | 1.20 ms | Major ×3, Minor ×1 | – | – |",
-		"| 10001 subscribers (the measuring one + 10000) | 4 | 1 | 2.00 ms | 9.00 ms | 9.00 ms | 9.00 ms | Severe ×4 | 30.00 ms | 50.00 ms |",
+		"| 1 subscriber | 4 | 0 | 0.50 ms | 1.20 ms | 1.20 ms | 1.20 ms | Major ×3, Minor ×1 | – | – | – |",
+		"| 10001 subscribers (the measuring one + 10000) | 4 | 1 | 2.00 ms | 9.00 ms | 9.00 ms | 9.00 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
 	} {
 		if !strings.Contains(b.String(), row) {
 			t.Errorf("section:\n%s\nwant the row\n%s", b.String(), row)

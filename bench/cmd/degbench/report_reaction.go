@@ -37,17 +37,19 @@ func (r *report) writeReaction(b *strings.Builder) {
 	p("The timed subscriber is the measuring one: the first SSE connection made to the daemon, one\n")
 	p("raw socket in degbench's own process, connected before any other. In the second series the\n")
 	p("others are held by a child process (raw non-blocking sockets on one epoll loop per core, as in\n")
-	p("section 3) and connected after it; their column is the time to the last of them holding the\n")
-	p("same event. %d trials per series; quantiles by nearest rank.\n\n", trials)
-	p("| SSE subscribers | trials | discarded | p50 | p90 | p99 | max | levels published | to the last of the others p50 | p99 |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
+	p("section 3) and connected after it; their columns are the time to the first and to the last of\n")
+	p("them holding the same event. A trial is discarded when the `since` of the level its event\n")
+	p("published is before the POST. %d trials per series; quantiles by nearest rank.\n\n", trials)
+	p("| SSE subscribers | trials | discarded | p50 | p90 | p99 | max | levels published | to the first of the others p50 | to the last p50 | p99 |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, s := range x.Series {
-		last50, last99 := "–", "–"
-		if len(s.LastMs) > 0 {
-			last50, last99 = fmt.Sprintf("%.2f ms", quantile(s.LastMs, .5)), fmt.Sprintf("%.2f ms", quantile(s.LastMs, .99))
+		first50, last50, last99 := "–", "–", "–"
+		if len(s.OthersMs) > 0 {
+			ms := func(v float64) string { return fmt.Sprintf("%.2f ms", v) }
+			first50, last50, last99 = ms(quantile(firstMs(s.OthersMs), .5)), ms(quantile(lastMs(s.OthersMs), .5)), ms(quantile(lastMs(s.OthersMs), .99))
 		}
-		p("| %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %s | %s | %s |\n", s.who(), len(s.Trials), s.Discards,
-			quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1), levelCounts(s.Levels), last50, last99)
+		p("| %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %s | %s | %s | %s |\n", s.who(), len(s.Trials), s.Discards,
+			quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1), levelCounts(s.Levels), first50, last50, last99)
 	}
 	for _, s := range x.Series {
 		p99 := quantile(s.Trials, .99)

@@ -23,7 +23,8 @@ import (
 const reactionConfig = "error_rate_window: 10s\nlog: {level: warn}\n"
 
 // Each trial's requests. The reset is a Normal pin and its DELETE; the
-// report crosses every threshold of the default table at once.
+// report's 100 failures lift the window's error rate over at least Minor's
+// 1% (how far over depends on the successes still in the window).
 const (
 	resetBody   = `{"level":"Normal","mode":"pin","ttl":"1m","reason":"bench reset"}`
 	failureBody = `{"success":0,"failure":100}`
@@ -64,6 +65,9 @@ type levelEvent struct {
 	at    int64 // now() when the event had been read
 }
 
+// reactionCmd times DESIGN.md's reaction method against one daemon: a
+// series with only the measuring subscriber, then one with -subscribers
+// more connected after it.
 func reactionCmd(args []string) error {
 	fs := flag.NewFlagSet("reaction", flag.ExitOnError)
 	binary := fs.String("binary", "./degraded", "degraded binary")

@@ -20,12 +20,12 @@ results="${RESULTS:-$here/results}"
 [ "$QUICK" = 1 ] && results="${RESULTS:-$here/results/quick}"
 if [ "$QUICK" = 1 ]; then
   count=1 benchtime=1x subscribers=200 changes=3 wrk_runs=1 wrk_duration=1s
-  reaction_trials=3 idle_duration=3s idle_warmup=1s scale_sizes=100,300 scale_changes=3
+  reaction_trials=5 reaction_subscribers=200 idle_duration=3s idle_warmup=1s scale_sizes=100,300 scale_changes=3
   fleet_daemons=5 fleet_overrides=3 fleet_measure=3s
   out="$results/performance-quick.md"
 else
   count=5 benchtime=300ms subscribers=10000 changes=40 wrk_runs=5 wrk_duration=10s
-  reaction_trials=60 idle_duration=60s idle_warmup=5s scale_sizes=1000,10000,top scale_changes=20
+  reaction_trials=200 reaction_subscribers=10000 idle_duration=60s idle_warmup=5s scale_sizes=1000,10000,top scale_changes=20
   fleet_daemons=50 fleet_overrides=20 fleet_measure=10s
   out="$root/docs/performance.md"
 fi
@@ -90,7 +90,7 @@ cmds=(
   "go test -run '^\$' -bench . -benchmem -count $count -benchtime $benchtime ./micro"
   "degbench fanout -binary degraded -subscribers $subscribers -changes $changes"
   "degbench http -binary degraded -runs $wrk_runs -duration $wrk_duration -threads 2 -connections 64"
-  "degbench reaction -binary degraded -trials $reaction_trials -interval 100ms"
+  "degbench reaction -binary degraded -trials $reaction_trials -subscribers $reaction_subscribers"
   "degbench idle -binary degraded -subscribers 100 -duration $idle_duration"
   "degbench scale -binary degraded -sizes $scale_sizes -changes $scale_changes"
 )
@@ -110,8 +110,8 @@ step "HTTP: wrk on the daemon vs a bare net/http server"
 timeout 600 "$bin/degbench" http -binary "$bin/degraded" -runs "$wrk_runs" -duration "$wrk_duration" \
   -threads 2 -connections 64 -out "$results/http.json"
 
-step "reaction time"
-timeout 600 "$bin/degbench" reaction -binary "$bin/degraded" -trials "$reaction_trials" -interval 100ms \
+step "reaction time: 1 SSE subscriber, then $((reaction_subscribers + 1))"
+timeout 600 "$bin/degbench" reaction -binary "$bin/degraded" -trials "$reaction_trials" -subscribers "$reaction_subscribers" \
   -out "$results/reaction.json"
 
 step "idle cost"

@@ -1,120 +1,433 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
+	"io"
+	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
-// reactionResult is what `degbench reaction` writes.
-type reactionResult struct {
-	Interval time.Duration
-	Trials   []float64 // ms from the failing outcomes posted to the SSE event
-	Levels   []string  // the level each trial's event reported
+// reactionConfig is the daemon's configuration for DESIGN.md's reaction
+// method: `error_rate_window: 10s` and the defaults otherwise (the 30s
+// health check, host CPU and memory, the default data_dir, so every
+// override is saved before it is answered); warn-level logs only, since
+// logging is not a measurement setting.
+const reactionConfig = "error_rate_window: 10s\nlog: {level: warn}\n"
+
+// Each trial's requests. The reset is a Normal pin and its DELETE; the
+// report's 100 failures lift the window's error rate over at least Minor's
+// 1% (how far over depends on the successes still in the window).
+const (
+	resetBody   = `{"level":"Normal","mode":"pin","ttl":"1m","reason":"bench reset"}`
+	failureBody = `{"success":0,"failure":100}`
+	// warmBody keeps the window's throughput up while it warms: its one
+	// failure (0.5%, below Minor's 1%) makes the daemon evaluate the
+	// window at once, so GET /v1/level shows the signal's state.
+	warmBody = `{"success":200,"failure":1}`
+)
+
+// reactionTimeout bounds the wait for each trial's events.
+const reactionTimeout = 2 * time.Second
+
+// reactionSeries is one series of trials at one number of subscribers.
+type reactionSeries struct {
+	Others int       // SSE subscribers connected beside the measuring one
+	Trials []float64 // ms: the POST's first byte -> the measuring subscriber's `event: level` read
+	Levels []string  // the level each trial's event published
+	// OthersMs is, per trial, ms from the POST's first byte to the first,
+	// the median and the last of the Others holding the event (Others > 0).
+	OthersMs []changeStats
+	Discards int // trials redone because a health check escalated before the POST
 }
 
+// reactionResult is what `degbench reaction` writes.
+type reactionResult struct {
+	Config    string  // the daemon's configuration file, but listen and data_dir
+	WarmS     float64 // seconds from the daemon ready to error_rate available
+	Series    []reactionSeries
+	Subscribe string // the stream every subscriber reads
+}
+
+// levelEvent is what the measuring subscriber keeps of an `event: level`.
+type levelEvent struct {
+	id    uint64 // the state's sequence
+	index int    // the level's index: 0 is Normal
+	name  string
+	since int64 // Unix ns: when the daemon decided the published level
+	at    int64 // now() when the event had been read
+}
+
+// reactionCmd times DESIGN.md's reaction method against one daemon: a
+// series with only the measuring subscriber, then one with -subscribers
+// more connected after it.
 func reactionCmd(args []string) error {
 	fs := flag.NewFlagSet("reaction", flag.ExitOnError)
 	binary := fs.String("binary", "./degraded", "degraded binary")
-	trials := fs.Int("trials", 60, "trials")
-	interval := fs.Duration("interval", 100*time.Millisecond, "health_check_interval")
-	memory := fs.Bool("memory-state", false, `data_dir: "" (nothing saved per change)`)
+	trials := fs.Int("trials", 200, "measured trials per series")
+	others := fs.Int("subscribers", 10000, "SSE subscribers beside the measuring one in the second series (0: only the first series)")
 	out := fs.String("out", "reaction.json", "result file")
 	_ = fs.Parse(args)
-	extra := ""
-	if *memory {
-		extra = "data_dir: \"\"\n"
+	if *trials < 1 {
+		return fmt.Errorf("-trials %d: want at least 1", *trials)
+	}
+	if *others < 0 {
+		return fmt.Errorf("-subscribers %d: want 0 or more", *others)
 	}
 
-	// Signals off so only the posted outcomes move the level; a short
-	// error window and no dwell so that each trial recovers to Normal
-	// quickly (the default table: Emergency steps down one level a tick).
-	d, err := startDaemon(*binary, fmt.Sprintf(`
-health_check_interval: %s
-error_rate_window: %s
-error_rate_window_buckets: 30
-minimum_level_duration: 0s
-signals: {cpu: {source: off}, memory: {source: off}}
-log: {level: warn}
-`+extra, *interval, 3**interval))
+	d, err := startDaemon(*binary, reactionConfig)
 	if err != nil {
 		return err
 	}
 	defer d.stop()
+	res := reactionResult{Config: reactionConfig, Subscribe: "/v1/level/stream"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := dialSSE(ctx, d.url+"/v1/level/stream")
+	// The measuring subscriber connects first, before any other.
+	s, err := dialSSE(ctx, d.url+res.Subscribe)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	type level struct {
-		at    int64
-		index int
-		name  string
-	}
-	events := make(chan level, 64)
+	events := make(chan levelEvent, 1024)
 	go func() {
 		defer close(events)
 		_ = s.follow(func(ev sseEvent) {
-			if ev.Event != "level" {
-				return
-			}
-			var st struct {
-				Level string
-				Index int
-			}
-			if json.Unmarshal(ev.Data, &st) == nil {
-				events <- level{ev.At, st.Index, st.Level}
+			if l, ok := parseLevelEvent(ev); ok {
+				events <- l
 			}
 		})
 	}()
-	next := func(timeout time.Duration) (level, error) {
-		select {
-		case l, ok := <-events:
-			if !ok {
-				return level{}, errors.New("stream ended")
-			}
-			return l, nil
-		case <-time.After(timeout):
-			return level{}, fmt.Errorf("no level event within %v", timeout)
-		}
+
+	hc := &http.Client{Timeout: 10 * time.Second}
+	start := time.Now()
+	if err := warmWindow(d, hc, 40*time.Second); err != nil {
+		return err
 	}
-	// The first event is the state on connect.
-	cur, err := next(5 * time.Second)
+	res.WarmS = time.Since(start).Seconds()
+	fmt.Fprintf(os.Stderr, "reaction: error_rate available %.1fs after the daemon was ready\n", res.WarmS)
+
+	run := reactionRun{host: strings.TrimPrefix(d.url, "http://"), events: events}
+	one, err := run.series(*trials, 0, nil)
 	if err != nil {
 		return err
 	}
-	res := reactionResult{Interval: *interval}
-	hc := &http.Client{Timeout: 10 * time.Second}
-	for range *trials {
-		for cur.index != 0 {
-			if cur, err = next(10 * *interval * 10); err != nil {
-				return fmt.Errorf("waiting for Normal: %w", err)
-			}
-		}
-		// A random phase against the health-check ticker.
-		time.Sleep(time.Duration(rand.Int64N(int64(*interval))))
-		t0 := now()
-		if _, err := d.post(hc, "/v1/outcomes", `{"success":0,"failure":100}`); err != nil {
+	res.Series = append(res.Series, one)
+	if *others > 0 {
+		start := time.Now()
+		subs, err := startSubscribers("sse", d.url+res.Subscribe, *others)
+		if err != nil {
 			return err
 		}
-		if cur, err = next(10 * *interval); err != nil {
-			return fmt.Errorf("waiting for the reaction: %w", err)
+		defer subs.stop()
+		fmt.Fprintf(os.Stderr, "reaction: %d more SSE subscribers connected in %.1fs\n", *others, time.Since(start).Seconds())
+		many, err := run.series(*trials, *others, subs)
+		if err != nil {
+			return err
 		}
-		if cur.index == 0 {
-			return errors.New("reaction event did not leave Normal")
-		}
-		res.Trials = append(res.Trials, float64(cur.at-t0)/1e6)
-		res.Levels = append(res.Levels, cur.name)
+		res.Series = append(res.Series, many)
 	}
-	fmt.Fprintf(os.Stderr, "reaction: %d trials, p50 %.1f ms, p99 %.1f ms, max %.1f ms (interval %v)\n",
-		len(res.Trials), quantile(res.Trials, .5), quantile(res.Trials, .99), quantile(res.Trials, 1), *interval)
 	return writeJSON(*out, res)
 }
+
+// parseLevelEvent reads an `event: level`; other events are not.
+func parseLevelEvent(ev sseEvent) (levelEvent, bool) {
+	if ev.Event != "level" {
+		return levelEvent{}, false
+	}
+	var st struct {
+		Level string
+		Index int
+		Since time.Time
+	}
+	if json.Unmarshal(ev.Data, &st) != nil {
+		return levelEvent{}, false
+	}
+	return levelEvent{id: ev.ID, index: st.Index, name: st.Level, since: st.Since.UnixNano(), at: ev.At}, true
+}
+
+// warmWindow reports outcomes until the daemon's error_rate signal is
+// available: the window has covered one error_rate_window since the start
+// and holds min_throughput outcomes (DESIGN.md "signals.status").
+func warmWindow(d *daemon, hc *http.Client, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	state := ""
+	for ; time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if _, err := d.post(hc, "/v1/outcomes", warmBody); err != nil {
+			return err
+		}
+		b, err := do(hc, mustRequest(http.MethodGet, d.url+"/v1/level"))
+		if err != nil {
+			return err
+		}
+		var st struct {
+			Signals struct{ Status map[string]string }
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("GET /v1/level: %w", err)
+		}
+		if state = st.Signals.Status["error_rate"]; state == "available" {
+			return nil
+		}
+	}
+	return fmt.Errorf("error_rate still %q after %v of reports", state, within)
+}
+
+// reactionRun is the measuring side of one daemon: the address reports go
+// to and the measuring subscriber's level events.
+type reactionRun struct {
+	host   string
+	events <-chan levelEvent
+}
+
+// trialOutcome is one trial: its reaction, or that it was spoiled.
+type trialOutcome struct {
+	ms        float64
+	others    changeStats
+	level     string
+	discarded bool
+}
+
+// series runs trials until n were measured, redoing each one a health
+// check spoiled. subs holds the others subscribers (nil: none).
+func (x reactionRun) series(n, others int, subs *subscriberProcess) (reactionSeries, error) {
+	s := reactionSeries{Others: others}
+	for len(s.Trials) < n {
+		o, err := x.trial(len(s.Trials)+1, subs)
+		if err != nil {
+			return s, fmt.Errorf("%d subscribers: %w", others+1, err)
+		}
+		if o.discarded {
+			if s.Discards++; s.Discards > n {
+				return s, fmt.Errorf("%d subscribers: %d trials discarded, more than the %d asked for", others+1, s.Discards, n)
+			}
+			continue
+		}
+		s.Trials, s.Levels = append(s.Trials, o.ms), append(s.Levels, o.level)
+		if subs != nil {
+			s.OthersMs = append(s.OthersMs, o.others)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "reaction: %s: %d trials (%d discarded), to the measuring subscriber p50/p90/p99/max %.2f/%.2f/%.2f/%.2f ms",
+		s.who(), len(s.Trials), s.Discards, quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1))
+	if subs != nil {
+		fmt.Fprintf(os.Stderr, "; to the first of the %d others p50 %.2f ms, to the last p50/p99 %.2f/%.2f ms",
+			others, quantile(firstMs(s.OthersMs), .5), quantile(lastMs(s.OthersMs), .5), quantile(lastMs(s.OthersMs), .99))
+	}
+	fmt.Fprintln(os.Stderr)
+	return s, nil
+}
+
+// trial runs trial number n on a connection of its own.
+func (x reactionRun) trial(n int, subs *subscriberProcess) (trialOutcome, error) {
+	c, err := dialRaw(x.host)
+	if err != nil {
+		return trialOutcome{}, fmt.Errorf("trial %d: %w", n, err)
+	}
+	defer c.Close()
+	o, err := x.measure(c, subs)
+	if err != nil {
+		return o, fmt.Errorf("trial %d: %w", n, err)
+	}
+	return o, nil
+}
+
+// measure resets the level to Normal with a pin and its DELETE, then
+// times the failing report from the first byte of its POST to the
+// measuring subscriber's `event: level` above Normal. A trial whose level
+// was decided before the POST (a health check escalated on the window's
+// earlier failures between the reset and the report) is discarded.
+func (x reactionRun) measure(c *rawConn, subs *subscriberProcess) (trialOutcome, error) {
+	pin, err := c.do(http.MethodPut, "/v1/override", resetBody, http.StatusOK)
+	if err != nil {
+		return trialOutcome{}, err
+	}
+	p, err := stateSequence(pin)
+	if err != nil {
+		return trialOutcome{}, err
+	}
+	// Every subscriber holds the reset before the report, so that no
+	// fan-out of the reset is still under way when the clock starts.
+	if subs != nil {
+		if err := subs.expect(p + 1); err != nil {
+			return trialOutcome{}, err
+		}
+	}
+	del, err := c.do(http.MethodDelete, "/v1/override", "", http.StatusOK)
+	if err != nil {
+		return trialOutcome{}, err
+	}
+	seq, err := stateSequence(del)
+	if err != nil {
+		return trialOutcome{}, err
+	}
+	if subs != nil {
+		if _, err := subs.result(p+1, now()); err != nil && seq == p+1 {
+			return trialOutcome{}, fmt.Errorf("the reset: %w", err)
+		}
+	}
+	if seq != p+1 {
+		return trialOutcome{discarded: true}, nil // something else changed the state
+	}
+	reset, err := awaitState(x.events, seq, reactionTimeout)
+	if err != nil {
+		return trialOutcome{}, err
+	}
+	if reset.index != 0 {
+		return trialOutcome{discarded: true}, nil // a health check escalated after the reset
+	}
+	if subs != nil {
+		if err := subs.expect(seq + 1); err != nil {
+			return trialOutcome{}, err
+		}
+	}
+	report := c.request(http.MethodPost, "/v1/outcomes", failureBody)
+	t0 := now()
+	if err := c.send(report); err != nil {
+		return trialOutcome{}, fmt.Errorf("POST /v1/outcomes: %w", err)
+	}
+	if _, err := c.answer("POST /v1/outcomes", http.StatusAccepted); err != nil {
+		return trialOutcome{}, err
+	}
+	ev, err := awaitEscalation(x.events, seq, reactionTimeout)
+	if err != nil {
+		return trialOutcome{}, err
+	}
+	o := trialOutcome{ms: float64(ev.at-t0) / 1e6, level: ev.name, discarded: ev.since < t0}
+	if subs != nil {
+		cs, err := subs.result(seq+1, t0)
+		if o.discarded {
+			return o, nil
+		}
+		if err != nil {
+			return o, err
+		}
+		o.others = cs
+	}
+	if !o.discarded && ev.id != seq+1 {
+		return o, fmt.Errorf("the report's event has sequence %d, want %d (the reset's %d + 1)", ev.id, seq+1, seq)
+	}
+	return o, nil
+}
+
+func firstMs(cs []changeStats) []float64 {
+	v := make([]float64, len(cs))
+	for i, c := range cs {
+		v[i] = c.FirstMs
+	}
+	return v
+}
+
+// awaitState returns the first level event with a sequence of at least seq.
+func awaitState(events <-chan levelEvent, seq uint64, within time.Duration) (levelEvent, error) {
+	timeout := time.After(within)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return levelEvent{}, errors.New("the measuring subscriber's stream ended")
+			}
+			if ev.id >= seq {
+				return ev, nil
+			}
+		case <-timeout:
+			return levelEvent{}, fmt.Errorf("no event: level with sequence %d or later within %v of the reset", seq, within)
+		}
+	}
+}
+
+// awaitEscalation returns the first level event after sequence seq whose
+// level is above Normal.
+func awaitEscalation(events <-chan levelEvent, seq uint64, within time.Duration) (levelEvent, error) {
+	timeout := time.After(within)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return levelEvent{}, errors.New("the measuring subscriber's stream ended")
+			}
+			if ev.id > seq && ev.index > 0 {
+				return ev, nil
+			}
+		case <-timeout:
+			return levelEvent{}, fmt.Errorf("no event: level above Normal within %v of the report", within)
+		}
+	}
+}
+
+// stateSequence reads the sequence of a state document.
+func stateSequence(b []byte) (uint64, error) {
+	var st struct{ Sequence *uint64 }
+	if err := json.Unmarshal(b, &st); err != nil || st.Sequence == nil {
+		return 0, fmt.Errorf("no sequence in the state document %.100q", b)
+	}
+	return *st.Sequence, nil
+}
+
+// rawConn is one keep-alive HTTP/1.1 connection to the daemon. A request
+// is rendered before it is sent and written with one write, so that a
+// trial's clock starts right before the POST's first byte leaves, with no
+// client machinery between the two.
+type rawConn struct {
+	conn net.Conn
+	br   *bufio.Reader
+	host string
+}
+
+// dialRaw connects to host (host:port); the connection serves one trial,
+// bounded in time as a whole.
+func dialRaw(host string) (*rawConn, error) {
+	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	return &rawConn{conn: conn, br: bufio.NewReader(conn), host: host}, nil
+}
+
+// request renders a request with a JSON body (empty: none).
+func (c *rawConn) request(method, path, body string) []byte {
+	return fmt.Appendf(nil, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		method, path, c.host, len(body), body)
+}
+
+func (c *rawConn) send(req []byte) error {
+	_, err := c.conn.Write(req)
+	return err
+}
+
+// answer reads the answer to the request sent last (what names it in
+// errors) and checks its status.
+func (c *rawConn) answer(what string, want int) ([]byte, error) {
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if resp.StatusCode != want {
+		return nil, fmt.Errorf("%s: %s, want %d: %s", what, resp.Status, want, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+// do sends a request and reads its answer.
+func (c *rawConn) do(method, path, body string, want int) ([]byte, error) {
+	what := method + " " + path
+	if err := c.send(c.request(method, path, body)); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return c.answer(what, want)
+}
+
+func (c *rawConn) Close() error { return c.conn.Close() }

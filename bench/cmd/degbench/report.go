@@ -353,35 +353,6 @@ func (r *report) writeHTTP(b *strings.Builder) {
 	}
 }
 
-func (r *report) writeReaction(b *strings.Builder) {
-	x := r.reaction
-	if x == nil {
-		return
-	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	ms := float64(x.Interval.Milliseconds())
-	p("\n## 5. Reaction time\n\n")
-	p("`degbench reaction` (bench/cmd/degbench/reaction.go): the daemon with `health_check_interval:\n")
-	p("%v`, signals off, `error_rate_window: %v` in 30 buckets, `minimum_level_duration: 0s`, the default\n`data_dir` (each change saved before it is broadcast), one SSE\n", x.Interval, 3*x.Interval)
-	p("subscriber. Each trial waits for Normal, sleeps a random fraction of an interval (a random\n")
-	p("phase against the ticker), posts `{\"success\":0,\"failure\":100}` to `/v1/outcomes` and stops the\n")
-	p("clock when the SSE event with the new level has been read. %d trials.\n\n", len(x.Trials))
-	p("| trials | p50 | p90 | p99 | max | target |\n|---:|---:|---:|---:|---:|---:|\n")
-	p99 := quantile(x.Trials, .99)
-	p("| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | ≤ %.0f ms |\n", len(x.Trials), quantile(x.Trials, .5), quantile(x.Trials, .9), p99, quantile(x.Trials, 1), ms+5)
-	p("\nA failure posted just after a tick waits a whole interval for the next one, so the floor of\n")
-	p("the worst case is the interval itself; the target leaves 5 ms for everything else.\n")
-	why := ""
-	if p99 > ms+5 {
-		why = ": see finding F5"
-	}
-	r.verdicts = append(r.verdicts, verdict{
-		fmt.Sprintf("reaction p99 ≤ interval + 5 ms (%.0f ms)", ms+5),
-		fmt.Sprintf("p99 %.1f ms over %d trials", p99, len(x.Trials)),
-		yes(p99 <= ms+5) + why,
-	})
-}
-
 func (r *report) writeIdle(b *strings.Builder) {
 	x := r.idle
 	if x == nil {

@@ -46,6 +46,9 @@ type hubConn struct {
 const (
 	sendBuffer = 16 << 10 // SO_SNDBUF of a hijacked stream (DESIGN.md "Stuck subscribers")
 	perWriter  = 256      // streams below which one more writer goroutine is not worth it
+	// preemptEvery is how many streams a writer serves between two looks
+	// at whether the level changed during a heartbeat or check round.
+	preemptEvery = 8
 )
 
 // streamHead is the response head net/http would write for the stream,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,10 @@ type frames struct {
 	// sample is the sample event after a health check, for the streams
 	// that asked for samples; nil if no check ran.
 	sample []byte
+	// preempt, for a round that brings no new level, closes when the level
+	// changes: the round then stops where it is, and the next one carries
+	// the level and what was left of this one (see deliver).
+	preempt <-chan struct{}
 }
 
 // run is the hub's goroutine: it ends on Shutdown, closing every stream,
@@ -31,8 +36,8 @@ func (h *hub) run(done chan<- struct{}) {
 	defer check.Stop()
 	levelCh, sampleCh := ctrl.LevelChanged(), ctrl.Sampled()
 	var f frames
+	var delivered uint64 // the sequence every stream has been served
 	for {
-		f.ping, f.check, f.sample = false, false, nil
 		select {
 		case <-s.Shutdown:
 		case <-ping.C:
@@ -66,24 +71,42 @@ func (h *hub) run(done chan<- struct{}) {
 			}
 		}
 		f.now = time.Now()
-		if !h.deliver(&f) {
+		f.preempt = nil
+		if st.Sequence == delivered {
+			f.preempt = levelCh
+		}
+		left, preempted := h.deliver(&f)
+		if !left {
 			return
+		}
+		if !preempted {
+			f.ping, f.check, f.sample = false, false, nil
+			delivered = f.seq
 		}
 	}
 }
 
 // deliver serves f to every stream from up to GOMAXPROCS writers, then
-// drops the streams that ended. It says whether any stream is left; when
-// none is, run must end (adopt will start another).
-func (h *hub) deliver(f *frames) bool {
+// drops the streams that ended. It says whether any stream is left (when
+// none is, run must end: adopt will start another), and whether f.preempt
+// stopped the round early. A heartbeat or a check of 10,000 streams takes
+// tens of milliseconds; a level change must not wait behind it. Serving
+// a stream twice in a row is harmless, so the next round, which carries
+// the new level, also redoes the ping, check and sample for every stream.
+func (h *hub) deliver(f *frames) (left, preempted bool) {
 	h.mu.Lock()
 	conns := h.conns
 	h.mu.Unlock()
 	workers := max(1, min(runtime.GOMAXPROCS(0), (len(conns)+perWriter-1)/perWriter))
 	ended := make([][]*hubConn, workers)
 	wt := h.s.WriteTimeout
+	var stopped atomic.Bool
 	serve := func(w int, part []*hubConn) {
-		for _, c := range part {
+		for i, c := range part {
+			if f.preempt != nil && i%preemptEvery == 0 && isClosed(f.preempt) {
+				stopped.Store(true)
+				return
+			}
 			if c.serve(f, wt) {
 				ended[w] = append(ended[w], c)
 			}
@@ -93,11 +116,14 @@ func (h *hub) deliver(f *frames) bool {
 		serve(0, conns)
 	} else {
 		size := (len(conns) + workers - 1) / workers
+		part := func(w int) []*hubConn { return conns[min(w*size, len(conns)):min((w+1)*size, len(conns))] }
 		var wg sync.WaitGroup
-		for w := range workers {
-			part := conns[min(w*size, len(conns)):min((w+1)*size, len(conns))]
-			wg.Go(func() { serve(w, part) })
+		for w := 1; w < workers; w++ {
+			wg.Go(func() { serve(w, part(w)) })
 		}
+		// The first part is served here, at once: a goroutine just started
+		// may wait milliseconds for a free P on a busy machine.
+		serve(0, part(0))
 		wg.Wait()
 	}
 
@@ -116,7 +142,7 @@ func (h *hub) deliver(f *frames) bool {
 		clear(h.conns[len(kept):])
 		h.conns = kept
 	}
-	left := len(h.conns) > 0
+	left = len(h.conns) > 0
 	h.running = left
 	h.mu.Unlock()
 	for _, e := range ended {
@@ -124,7 +150,7 @@ func (h *hub) deliver(f *frames) bool {
 			h.drop(c, c.reason)
 		}
 	}
-	return left
+	return left, stopped.Load()
 }
 
 // shutdown closes every stream, counted as dropped for shutdown, and
@@ -141,11 +167,24 @@ func (h *hub) shutdown() {
 
 // serve sends c what f holds for it: first what is still pending, then a
 // ping, the level event if c is behind and the sample if c wants samples,
-// each only once nothing is pending. It reports true, with c.reason set
-// ("" for a peer that left), when c must end.
+// each only once nothing is pending. A check first judges what earlier
+// rounds left unsent (bytes just written are always unsent for a moment,
+// so a check after this round's writes would find every stream stuck). It
+// reports true, with c.reason set ("" for a peer that left), when c must
+// end.
 func (c *hubConn) serve(f *frames, writeTimeout time.Duration) (end bool) {
-	if f.check && c.sock.peerClosed() {
-		return c.end("")
+	if f.check {
+		if c.sock.peerClosed() {
+			return c.end("")
+		}
+		switch unsent := len(c.pending) > 0 || c.sock.unsent() > 0; {
+		case !unsent:
+			c.stuck = time.Time{}
+		case c.stuck.IsZero():
+			c.stuck = f.now
+		case f.now.Sub(c.stuck) >= writeTimeout:
+			return c.end(dropWriteTimeout)
+		}
 	}
 	if len(c.pending) > 0 {
 		n, err := c.sock.write(c.pending)
@@ -176,26 +215,7 @@ func (c *hubConn) serve(f *frames, writeTimeout time.Duration) (end bool) {
 			return true
 		}
 	}
-	if c.samples && f.sample != nil && put(f.sample) {
-		return true
-	}
-
-	unsent := len(c.pending) > 0
-	if !unsent && !f.check {
-		return false // only a check can tell that the kernel's buffer drained
-	}
-	if !unsent {
-		unsent = c.sock.unsent() > 0
-	}
-	switch {
-	case !unsent:
-		c.stuck = time.Time{}
-	case c.stuck.IsZero():
-		c.stuck = f.now
-	case f.now.Sub(c.stuck) >= writeTimeout:
-		return c.end(dropWriteTimeout)
-	}
-	return false
+	return c.samples && f.sample != nil && put(f.sample)
 }
 
 // failed ends c after a failed write: a peer that left is not a drop.

@@ -190,3 +190,70 @@ func TestHubShutdown(t *testing.T) {
 		t.Errorf(`sse_dropped_total{reason="shutdown"} = %v, want 4`, got)
 	}
 }
+
+// loopbackStreams returns n hub streams on real loopback connections and
+// the peers that read them.
+func loopbackStreams(t *testing.T, n int) ([]*hubConn, []net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []*hubConn
+	var peers []net.Conn
+	for range n {
+		peer, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { peer.Close(); conn.Close() })
+		sock, err := newSocket(conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns, peers = append(conns, &hubConn{conn: conn, sock: sock}), append(peers, peer)
+	}
+	return conns, peers
+}
+
+// A heartbeat or check round of many streams stops as soon as the level
+// changes, so that the change is not queued behind it; the round ends
+// early only then.
+func TestHubRoundYieldsToALevelChange(t *testing.T) {
+	const n = 3 * perWriter
+	conns, peers := loopbackStreams(t, n)
+	h := &hub{s: &server{Deps: Deps{WriteTimeout: time.Second}}, conns: conns}
+	pinged := func() (got int) {
+		deadline := time.Now().Add(100 * time.Millisecond) // one wait for all
+		for _, p := range peers {
+			_ = p.SetReadDeadline(deadline)
+			buf := make([]byte, len(pingFrame))
+			if k, _ := io.ReadFull(p, buf); k == len(pingFrame) && string(buf) == string(pingFrame) {
+				got++
+			}
+		}
+		return got
+	}
+
+	quiet := make(chan struct{})
+	if left, preempted := h.deliver(&frames{now: time.Now(), ping: true, preempt: quiet}); !left || preempted {
+		t.Fatalf("a round with no level change: left %v, preempted %v; want true, false", left, preempted)
+	}
+	if got := pinged(); got != n {
+		t.Errorf("%d of %d streams pinged by a whole round", got, n)
+	}
+
+	changed := make(chan struct{})
+	close(changed)
+	if left, preempted := h.deliver(&frames{now: time.Now(), ping: true, preempt: changed}); !left || !preempted {
+		t.Fatalf("a round after a level change: left %v, preempted %v; want true, true", left, preempted)
+	}
+	if got := pinged(); got != 0 {
+		t.Errorf("%d streams pinged after the level changed, want 0: the round must give way", got)
+	}
+}

@@ -41,7 +41,12 @@ const reactionTimeout = 2 * time.Second
 type reactionSeries struct {
 	Others int       // SSE subscribers connected beside the measuring one
 	Trials []float64 // ms: the POST's first byte -> the measuring subscriber's `event: level` read
-	Levels []string  // the level each trial's event published
+	// Arrivals are ms from the POST's first byte to the kernel's receive
+	// time of that event on the measuring subscriber's socket: Trials
+	// without the reader's own wait for a core. Empty without receive
+	// timestamps.
+	Arrivals []float64
+	Levels   []string // the level each trial's event published
 	// OthersMs is, per trial, ms from the POST's first byte to the first,
 	// the median and the last of the Others holding the event (Others > 0).
 	OthersMs []changeStats
@@ -63,6 +68,9 @@ type levelEvent struct {
 	name  string
 	since int64 // Unix ns: when the daemon decided the published level
 	at    int64 // now() when the event had been read
+	// arrived is when its bytes reached the socket (kernel receive
+	// time); 0 if unknown.
+	arrived int64
 }
 
 // reactionCmd times DESIGN.md's reaction method against one daemon: a
@@ -150,7 +158,7 @@ func parseLevelEvent(ev sseEvent) (levelEvent, bool) {
 	if json.Unmarshal(ev.Data, &st) != nil {
 		return levelEvent{}, false
 	}
-	return levelEvent{id: ev.ID, index: st.Index, name: st.Level, since: st.Since.UnixNano(), at: ev.At}, true
+	return levelEvent{id: ev.ID, index: st.Index, name: st.Level, since: st.Since.UnixNano(), at: ev.At, arrived: ev.Arrived}, true
 }
 
 // warmWindow reports outcomes until the daemon's error_rate signal is
@@ -190,6 +198,7 @@ type reactionRun struct {
 // trialOutcome is one trial: its reaction, or that it was spoiled.
 type trialOutcome struct {
 	ms        float64
+	arrivedMs float64 // -1: no receive timestamp
 	others    changeStats
 	level     string
 	discarded bool
@@ -211,12 +220,19 @@ func (x reactionRun) series(n, others int, subs *subscriberProcess) (reactionSer
 			continue
 		}
 		s.Trials, s.Levels = append(s.Trials, o.ms), append(s.Levels, o.level)
+		if o.arrivedMs >= 0 {
+			s.Arrivals = append(s.Arrivals, o.arrivedMs)
+		}
 		if subs != nil {
 			s.OthersMs = append(s.OthersMs, o.others)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "reaction: %s: %d trials (%d discarded), to the measuring subscriber p50/p90/p99/max %.2f/%.2f/%.2f/%.2f ms",
 		s.who(), len(s.Trials), s.Discards, quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1))
+	if len(s.Arrivals) > 0 {
+		fmt.Fprintf(os.Stderr, " (read); arrived at its socket p50/p90/p99/max %.2f/%.2f/%.2f/%.2f ms",
+			quantile(s.Arrivals, .5), quantile(s.Arrivals, .9), quantile(s.Arrivals, .99), quantile(s.Arrivals, 1))
+	}
 	if subs != nil {
 		fmt.Fprintf(os.Stderr, "; to the first of the %d others p50 %.2f ms, to the last p50/p99 %.2f/%.2f ms",
 			others, quantile(firstMs(s.OthersMs), .5), quantile(lastMs(s.OthersMs), .5), quantile(lastMs(s.OthersMs), .99))
@@ -268,10 +284,9 @@ func (x reactionRun) measure(c *rawConn, subs *subscriberProcess) (trialOutcome,
 	if err != nil {
 		return trialOutcome{}, err
 	}
+	var missed error
 	if subs != nil {
-		if _, err := subs.result(p+1, now()); err != nil && seq == p+1 {
-			return trialOutcome{}, fmt.Errorf("the reset: %w", err)
-		}
+		_, missed = subs.result(p+1, now())
 	}
 	if seq != p+1 {
 		return trialOutcome{discarded: true}, nil // something else changed the state
@@ -280,8 +295,14 @@ func (x reactionRun) measure(c *rawConn, subs *subscriberProcess) (trialOutcome,
 	if err != nil {
 		return trialOutcome{}, err
 	}
-	if reset.index != 0 {
-		return trialOutcome{discarded: true}, nil // a health check escalated after the reset
+	// A health check that escalated right after the reset spoils the
+	// trial; the stream may then carry only the newer state, so the
+	// others never see the reset's.
+	if reset.index != 0 || reset.id != seq {
+		return trialOutcome{discarded: true}, nil
+	}
+	if missed != nil {
+		return trialOutcome{}, fmt.Errorf("the reset: %w", missed)
 	}
 	if subs != nil {
 		if err := subs.expect(seq + 1); err != nil {
@@ -300,7 +321,10 @@ func (x reactionRun) measure(c *rawConn, subs *subscriberProcess) (trialOutcome,
 	if err != nil {
 		return trialOutcome{}, err
 	}
-	o := trialOutcome{ms: float64(ev.at-t0) / 1e6, level: ev.name, discarded: ev.since < t0}
+	o := trialOutcome{ms: float64(ev.at-t0) / 1e6, arrivedMs: -1, level: ev.name, discarded: ev.since < t0}
+	if ev.arrived != 0 {
+		o.arrivedMs = float64(ev.arrived-t0) / 1e6
+	}
 	if subs != nil {
 		cs, err := subs.result(seq+1, t0)
 		if o.discarded {

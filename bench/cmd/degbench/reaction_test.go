@@ -121,14 +121,15 @@ func TestRawConn(t *testing.T) {
 
 func TestReportReaction(t *testing.T) {
 	one := reactionSeries{Trials: []float64{0.4, 0.5, 0.6, 1.2}, Levels: []string{"Minor", "Major", "Major", "Major"}}
-	many := reactionSeries{Others: 10000, Trials: []float64{1, 2, 3, 9}, Levels: []string{"Severe", "Severe", "Severe", "Severe"},
+	many := reactionSeries{Others: 10000, Trials: []float64{1, 2, 3, 9}, Arrivals: []float64{0.5, 1, 2, 4.5}, Levels: []string{"Severe", "Severe", "Severe", "Severe"},
 		OthersMs: []changeStats{{FirstMs: 1, LastMs: 20}, {FirstMs: 2, LastMs: 30}, {FirstMs: 3, LastMs: 40}, {FirstMs: 4, LastMs: 50}}, Discards: 1}
 	r := report{reaction: &reactionResult{WarmS: 10.1, Series: []reactionSeries{one, many}}}
 	var b strings.Builder
 	r.writeReaction(&b)
 	for _, row := range []string{
-		"| 1 subscriber | 4 | 0 | 0.50 ms | 1.20 ms | 1.20 ms | 1.20 ms | Major ×3, Minor ×1 | – | – | – |",
-		"| 10001 subscribers (the measuring one + 10000) | 4 | 1 | 2.00 ms | 9.00 ms | 9.00 ms | 9.00 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
+		"| 1 subscriber | read | 4 | 0 | 0.50 ms | 1.20 ms | 1.20 ms | 1.20 ms | Major ×3, Minor ×1 | – | – | – |",
+		"| 10001 subscribers (the measuring one + 10000) | arrived | 4 | 1 | 1.00 ms | 4.50 ms | 4.50 ms | 4.50 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
+		"| 10001 subscribers (the measuring one + 10000) | read | 4 | 1 | 2.00 ms | 9.00 ms | 9.00 ms | 9.00 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
 	} {
 		if !strings.Contains(b.String(), row) {
 			t.Errorf("section:\n%s\nwant the row\n%s", b.String(), row)
@@ -137,11 +138,20 @@ func TestReportReaction(t *testing.T) {
 	if len(r.verdicts) != 2 {
 		t.Fatalf("verdicts %+v, want one per series", r.verdicts)
 	}
+	// Without receive timestamps the read times are judged.
 	if v := r.verdicts[0]; v.target != "reaction p99 ≤ 5 ms at the default 30s tick, 1 subscriber" || v.met != "**met**" ||
-		v.measured != "p99 1.20 ms to the measuring subscriber over 4 trials (p50 0.50 ms)" {
+		v.measured != "read: p99 1.20 ms over 4 trials (p50 0.50 ms)" {
 		t.Errorf("1 subscriber: %+v, want the 5 ms target met at p99 1.20 ms", v)
 	}
-	if v := r.verdicts[1]; v.met != "**not met**: see finding F5" || !strings.Contains(v.target, "10001 subscribers") {
-		t.Errorf("10001 subscribers: %+v, want not met at p99 9 ms, pointing to F5", v)
+	// With them, the arrival at the socket is, and the read is shown.
+	if v := r.verdicts[1]; v.met != "**met**" || !strings.Contains(v.target, "10001 subscribers") ||
+		v.measured != "arrived: p99 4.50 ms over 4 trials (p50 1.00 ms); read: p99 9.00 ms (p50 2.00 ms)" {
+		t.Errorf("10001 subscribers: %+v, want met on arrival at p99 4.5 ms, with the read's 9 ms shown", v)
+	}
+	many.Arrivals[3] = 6
+	r = report{reaction: &reactionResult{Series: []reactionSeries{many}}}
+	r.writeReaction(&strings.Builder{})
+	if v := r.verdicts[0]; v.met != "**not met**: see finding F5" {
+		t.Errorf("arrived p99 6 ms: %+v, want not met, pointing to F5", v)
 	}
 }

@@ -31,7 +31,12 @@ func (r *report) writeReaction(b *strings.Builder) {
 	p("measuring subscriber has read the Normal state (with other subscribers, until each of them\n")
 	p("holds it too). The clock starts right before the first byte of `POST /v1/outcomes`\n")
 	p("`%s` is written on that connection, and stops when the measuring subscriber has\n", failureBody)
-	p("read the `event: level` above Normal. A trial whose level was decided before the POST (the\n")
+	p("read the `event: level` above Normal (\"read\"). The measuring socket also has kernel receive\n")
+	p("timestamps on (`SO_TIMESTAMPING`, software): \"arrived\" stops the clock when the event's bytes\n")
+	p("reached that socket, which is when the daemon has published it to that subscriber; \"read\"\n")
+	p("adds the measuring process's own wait for a core, which on 2 cores busy with a 10,000-stream\n")
+	p("fan-out is the benchmark's cost, not the daemon's. The target is judged on \"arrived\"; both are\n")
+	p("shown. A trial whose level was decided before the POST (the\n")
 	p("30 s health check escalating on the window's earlier failures between the reset and the report)\n")
 	p("is discarded and redone.\n\n")
 	p("The timed subscriber is the measuring one: the first SSE connection made to the daemon, one\n")
@@ -40,26 +45,40 @@ func (r *report) writeReaction(b *strings.Builder) {
 	p("section 3) and connected after it; their columns are the time to the first and to the last of\n")
 	p("them holding the same event. A trial is discarded when the `since` of the level its event\n")
 	p("published is before the POST. %d trials per series; quantiles by nearest rank.\n\n", trials)
-	p("| SSE subscribers | trials | discarded | p50 | p90 | p99 | max | levels published | to the first of the others p50 | to the last p50 | p99 |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	p("| SSE subscribers | clock stops | trials | discarded | p50 | p90 | p99 | max | levels published | to the first of the others p50 | to the last p50 | p99 |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, s := range x.Series {
 		first50, last50, last99 := "–", "–", "–"
 		if len(s.OthersMs) > 0 {
 			ms := func(v float64) string { return fmt.Sprintf("%.2f ms", v) }
 			first50, last50, last99 = ms(quantile(firstMs(s.OthersMs), .5)), ms(quantile(lastMs(s.OthersMs), .5)), ms(quantile(lastMs(s.OthersMs), .99))
 		}
-		p("| %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %s | %s | %s | %s |\n", s.who(), len(s.Trials), s.Discards,
-			quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1), levelCounts(s.Levels), first50, last50, last99)
+		row := func(clock string, ms []float64) {
+			p("| %s | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %s | %s | %s | %s |\n", s.who(), clock, len(ms), s.Discards,
+				quantile(ms, .5), quantile(ms, .9), quantile(ms, .99), quantile(ms, 1), levelCounts(s.Levels), first50, last50, last99)
+		}
+		if len(s.Arrivals) > 0 {
+			row("arrived", s.Arrivals)
+		}
+		row("read", s.Trials)
 	}
 	for _, s := range x.Series {
-		p99 := quantile(s.Trials, .99)
+		judged, clock := s.Trials, "read"
+		if len(s.Arrivals) > 0 {
+			judged, clock = s.Arrivals, "arrived"
+		}
+		p99 := quantile(judged, .99)
 		why := ""
 		if p99 > reactionTargetMs {
 			why = ": see finding F5"
 		}
+		measured := fmt.Sprintf("%s: p99 %.2f ms over %d trials (p50 %.2f ms)", clock, p99, len(judged), quantile(judged, .5))
+		if clock == "arrived" {
+			measured += fmt.Sprintf("; read: p99 %.2f ms (p50 %.2f ms)", quantile(s.Trials, .99), quantile(s.Trials, .5))
+		}
 		r.verdicts = append(r.verdicts, verdict{
 			fmt.Sprintf("reaction p99 ≤ %d ms at the default 30s tick, %s", reactionTargetMs, s.who()),
-			fmt.Sprintf("p99 %.2f ms to the measuring subscriber over %d trials (p50 %.2f ms)", p99, len(s.Trials), quantile(s.Trials, .5)),
+			measured,
 			yes(p99 <= reactionTargetMs) + why,
 		})
 	}

@@ -23,14 +23,18 @@ type sseEvent struct {
 	Event string
 	Data  []byte // valid only during the callback
 	At    int64  // now() when the blank line ending the event was read
+	// Arrived is when the kernel received the bytes that ended the event
+	// (Unix ns), or 0 where receive timestamps are not available.
+	Arrived int64
 }
 
 // sseConn is a minimal SSE subscriber over one raw TCP connection: a
 // 4 KiB read buffer and one goroutine, so that 10,000 of them stay cheap
 // on the measuring side. http.ReadResponse undoes the chunked encoding.
 type sseConn struct {
-	conn net.Conn
-	body *bufio.Reader
+	conn  net.Conn
+	stamp *stampConn // conn, when the kernel gives receive timestamps
+	body  *bufio.Reader
 }
 
 // dialSSE opens rawURL (http://host:port/path) and reads the response
@@ -44,6 +48,10 @@ func dialSSE(ctx context.Context, rawURL string) (*sseConn, error) {
 	conn, err := d.DialContext(ctx, "tcp", u.Host)
 	if err != nil {
 		return nil, err
+	}
+	stamp, err := newStampConn(conn.(*net.TCPConn))
+	if err == nil {
+		conn = stamp
 	}
 	req, _ := http.NewRequest(http.MethodGet, rawURL, nil)
 	req.Header.Set("Accept", "text/event-stream")
@@ -63,7 +71,7 @@ func dialSSE(ctx context.Context, rawURL string) (*sseConn, error) {
 		return nil, fmt.Errorf("GET %s: %s", u.Path, resp.Status)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return &sseConn{conn: conn, body: bufio.NewReaderSize(resp.Body, 4096)}, nil
+	return &sseConn{conn: conn, stamp: stamp, body: bufio.NewReaderSize(resp.Body, 4096)}, nil
 }
 
 // follow calls f for every event until the connection ends.
@@ -80,6 +88,9 @@ func (s *sseConn) follow(f func(sseEvent)) error {
 		case len(line) == 0:
 			if ev.Event != "" || len(data) > 0 {
 				ev.At = now()
+				if s.stamp != nil {
+					ev.Arrived = s.stamp.arrived
+				}
 				ev.Data = data
 				f(ev)
 			}

@@ -146,7 +146,7 @@ func subscribersCmd(args []string) error {
 		r := newRound(key, *n)
 		cur.Store(r)
 		fmt.Println("armed")
-		fmt.Println(r.summary(30 * time.Second))
+		fmt.Println(r.summary(10 * time.Second))
 	}
 	return sc.Err()
 }

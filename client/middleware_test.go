@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,13 +32,33 @@ func TestPriorityFromHeader(t *testing.T) {
 	for _, tc := range []struct {
 		header string
 		want   int
-	}{{"", 50}, {"10", 10}, {"0", 0}, {"-5", 0}, {"high", 50}, {"1.5", 50}, {"99999999999", PriorityCritical}} {
+	}{{"", 50}, {"10", 10}, {"0", 0}, {"7", 7}, {"100", 100}, {"999", 999}, {"0080", 80}, {"-5", 0}, {"+5", 5},
+		{"high", 50}, {"1.5", 50}, {"1a", 50}, {"99999999999", PriorityCritical}} {
 		r := httptest.NewRequest("GET", "/", nil)
 		if tc.header != "" {
 			r.Header.Set("X-Priority", tc.header)
 		}
 		if got := prio(r); got != tc.want {
 			t.Errorf("X-Priority %q: %d, want %d", tc.header, got, tc.want)
+		}
+	}
+}
+
+// The short-number path must read every short header as strconv does.
+func TestSmallPriorityAgreesWithAtoi(t *testing.T) {
+	var cases []string
+	for i := range 1000 {
+		cases = append(cases, strconv.Itoa(i), fmt.Sprintf("%03d", i), fmt.Sprintf("%02d", i%100))
+	}
+	cases = append(cases, "", "-", "+", "-1", "+1", " 1", "1 ", "1e2", "0x1", "a", "٣")
+	for _, s := range cases {
+		got, ok := smallPriority(s)
+		want, err := strconv.Atoi(s)
+		if ok && (err != nil || got != want) {
+			t.Errorf("smallPriority(%q) = %d, but strconv.Atoi says %d, %v", s, got, want, err)
+		}
+		if !ok && err == nil && len(s) <= 3 && s[0] != '-' && s[0] != '+' {
+			t.Errorf("smallPriority(%q) left a plain short number to strconv", s)
 		}
 	}
 }

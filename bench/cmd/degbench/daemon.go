@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +138,26 @@ func (d *daemon) memStats() (memStats, error) {
 		}
 	}
 	return m, nil
+}
+
+// settledMemStats takes n memStats a quarter second apart and returns
+// the one with the median RSS: one reading can catch the heap just before
+// a collection, or pages not yet returned after one, and differences of
+// such readings are what the scale step's per-subscriber costs are.
+func (d *daemon) settledMemStats(n int) (memStats, error) {
+	var ms []memStats
+	for i := range n {
+		if i > 0 {
+			time.Sleep(250 * time.Millisecond)
+		}
+		m, err := d.memStats()
+		if err != nil {
+			return m, err
+		}
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(a, b memStats) int { return cmp.Compare(a.RSS, b.RSS) })
+	return ms[len(ms)/2], nil
 }
 
 // put sends a JSON body with PUT and returns the answer's body.

@@ -84,7 +84,7 @@ func fanoutCmd(args []string) error {
 	res.RedisVersion = infoField(info, "redis_version")
 
 	time.Sleep(500 * time.Millisecond)
-	if res.DaemonBefore, err = d.memStats(); err != nil {
+	if res.DaemonBefore, err = d.settledMemStats(5); err != nil {
 		return err
 	}
 	if res.RedisRSSBefore, err = procRSS(rs.pid()); err != nil {
@@ -169,7 +169,7 @@ func fanoutCmd(args []string) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if res.DaemonAfter, err = d.memStats(); err != nil {
+	if res.DaemonAfter, err = d.settledMemStats(5); err != nil {
 		return err
 	}
 	if res.RedisRSSAfter, err = procRSS(rs.pid()); err != nil {

@@ -35,7 +35,9 @@ func (r *report) writeScale(b *strings.Builder) {
 	p("per subscriber on the measuring side). At each step: %d override changes after 2 warm-ups, the\n", s.Changes)
 	p("clock from just before the PUT to the last subscriber holding the event, then the daemon's\n")
 	p("memory. \"Per subscriber\" is the RSS over the daemon's before any subscriber (%.1f MiB), divided by\n", s.Before.RSS/(1<<20))
-	p("the subscribers; \"added\" is the RSS the step added, divided by the subscribers it added.\n\n")
+	p("the subscribers; \"added\" is the RSS the step added, divided by the subscribers it added. Each\n")
+	p("RSS is the median of 5 readings a quarter second apart, so that one reading just before a\n")
+	p("collection does not pass for a trend.\n\n")
 	p("| subscribers | daemon RSS | per subscriber | added, per subscriber | Go heap in use | goroutines | to last p50 | p99 | p50 per subscriber |\n")
 	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	prevN, prevRSS := 0, s.Before.RSS

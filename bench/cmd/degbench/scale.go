@@ -65,7 +65,7 @@ func scaleCmd(args []string) error {
 	defer d.stop()
 	hc := &http.Client{Timeout: 30 * time.Second}
 	time.Sleep(500 * time.Millisecond)
-	if res.Before, err = d.memStats(); err != nil {
+	if res.Before, err = d.settledMemStats(5); err != nil {
 		return err
 	}
 	seq, err := d.sequence(hc)
@@ -118,7 +118,7 @@ func scaleCmd(args []string) error {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if pt.Daemon, err = d.memStats(); err != nil {
+		if pt.Daemon, err = d.settledMemStats(5); err != nil {
 			return err
 		}
 		res.Points = append(res.Points, pt)

@@ -73,7 +73,9 @@ func (c *Client) Record(success bool) {
 // d, how long the unit of work took, in the bucket of LatencyBounds that
 // holds it (a negative d counts as 0). It is one atomic add on a fixed
 // counter: it never blocks, allocates or does I/O. Middleware calls it
-// for every request it serves.
+// for the requests it times: all of them up to about 2,048 a second, a
+// random sample of at least 1,024 a second above that (Record counts the
+// others).
 //
 // Run sends the latency counts only to a daemon whose state shows
 // signals.status.latency, that is one that keeps them; to an older daemon

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -168,12 +169,19 @@ func (f *Fleet) session(ctx context.Context) (bool, error) {
 	if err := f.putReport(ctx, cli, lease.ID); err != nil {
 		return true, err
 	}
-	probe := time.NewTicker(probeEvery)
-	defer probe.Stop()
+	// Reports and probes wait for etcd's answer (a commit, milliseconds
+	// on a busy etcd): they run beside the watch, so that a fleet override
+	// is never delivered late because a report was on its way.
+	writerErr := make(chan error, 1)
+	var writer sync.WaitGroup
+	writer.Go(func() { writerErr <- f.writeLoop(ctx, cli, lease.ID) })
+	defer func() { cancel(); writer.Wait() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return true, ctx.Err()
+		case err := <-writerErr:
+			return true, err
 		case _, ok := <-kas:
 			if !ok {
 				return true, unavailable(ctx, "instance lease", errors.New("keepalive ended"))
@@ -186,16 +194,29 @@ func (f *Fleet) session(ctx context.Context) (bool, error) {
 				return true, unavailable(ctx, "watch", err)
 			}
 			f.apply(wr)
+		}
+	}
+}
+
+// writeLoop writes each new report under the lease and probes etcd every
+// probeEvery, until one fails or ctx ends.
+func (f *Fleet) writeLoop(ctx context.Context, cli *clientv3.Client, lease clientv3.LeaseID) error {
+	probe := time.NewTicker(probeEvery)
+	defer probe.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-f.reportCh:
-			if err := f.putReport(ctx, cli, lease.ID); err != nil {
-				return true, err
+			if err := f.putReport(ctx, cli, lease); err != nil {
+				return err
 			}
 		case <-probe.C:
 			octx, ocancel := f.op(ctx)
 			_, err := cli.Get(octx, f.keys.override(), clientv3.WithCountOnly())
 			ocancel()
 			if err != nil {
-				return true, unavailable(ctx, "probe", err)
+				return unavailable(ctx, "probe", err)
 			}
 		}
 	}

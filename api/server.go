@@ -20,9 +20,10 @@ type Outcomes interface {
 // Tokens are the bearer tokens in force; an empty token leaves its
 // endpoints open.
 type Tokens struct {
-	// Admin protects override changes and reload.
+	// Admin protects override and fleet override changes, reload and
+	// GET /v1/timeline; the report routes accept it too.
 	Admin string
-	// Report protects POST /v1/outcomes.
+	// Report protects POST /v1/outcomes and PUT /v1/signals/{name}.
 	Report string
 }
 

@@ -3,9 +3,7 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/degraded/degraded/controller"
@@ -124,14 +122,9 @@ func writeFleetResult(w http.ResponseWriter, f FleetService, err error) {
 
 func handleFleetHistory(f FleetService) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		limit := 100
-		if s := r.URL.Query().Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 || n > FleetHistoryLimit {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be an integer 1..%d (was %q)", FleetHistoryLimit, s))
-				return
-			}
-			limit = n
+		limit, ok := queryLimit(w, r, 100, FleetHistoryLimit)
+		if !ok {
+			return
 		}
 		entries, err := f.History(r.Context(), limit)
 		if errors.Is(err, ErrFleetUnavailable) {
@@ -169,18 +162,12 @@ func RegisterFleetMetrics(reg prometheus.Registerer, status func() FleetStatus) 
 			return pick(status())
 		}
 	}
-	b := func(v bool) float64 {
-		if v {
-			return 1
-		}
-		return 0
-	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "degraded", Name: "fleet_connected", Help: "1 while etcd answers (fleet mode); 0 when it cannot be reached or fleet mode is off."},
-			read(func(s FleetStatus) float64 { return b(s.Connected) })),
+			read(func(s FleetStatus) float64 { return boolValue(s.Connected) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "degraded", Name: "fleet_instances", Help: "Live instances in the fleet view (their report leases have not expired)."},
 			read(func(s FleetStatus) float64 { return float64(s.Instances) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "degraded", Name: "fleet_instance_conflict", Help: "1 when another process reports under this instance's name."},
-			read(func(s FleetStatus) float64 { return b(s.Conflict) })),
+			read(func(s FleetStatus) float64 { return boolValue(s.Conflict) })),
 	)
 }

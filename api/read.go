@@ -65,15 +65,26 @@ func handleLevels(c *controller.Controller) http.HandlerFunc {
 
 func handleHistory(c *controller.Controller) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		limit := controller.HistoryLimit
-		if s := r.URL.Query().Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 || n > controller.HistoryLimit {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be an integer 1..%d (was %q)", controller.HistoryLimit, s))
-				return
-			}
-			limit = n
+		limit, ok := queryLimit(w, r, controller.HistoryLimit, controller.HistoryLimit)
+		if !ok {
+			return
 		}
 		writeJSON(w, http.StatusOK, map[string][]controller.Transition{"transitions": c.History(limit)})
 	}
+}
+
+// queryLimit reads ?limit=N, an integer 1..most, and is def without one.
+// A limit out of range or not an integer is answered 400 here, and ok is
+// false.
+func queryLimit(w http.ResponseWriter, r *http.Request, def, most int) (limit int, ok bool) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > most {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be an integer 1..%d (was %q)", most, s))
+		return 0, false
+	}
+	return n, true
 }

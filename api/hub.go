@@ -99,19 +99,30 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 	_ = conn.SetDeadline(time.Time{})
 	_ = sock.setSendBuffer(sendBuffer)
 	c := &hubConn{conn: conn, sock: sock, samples: r.URL.Query().Get("samples") == "1"}
+	if reason := h.add(c); reason != "" {
+		h.drop(c, reason) // outside h.mu: drop closes the socket and logs
+	}
+	return true
+}
 
+// add writes c's head, `retry: 2000` and the current state, and puts c
+// among the streams, starting run if none is running. It returns why c
+// must be dropped instead, leaving that to the caller. h.mu is held from
+// reading the state to adding c, so that a round carrying a newer level
+// either finds c among the streams or waits for it: c never misses a
+// change.
+func (h *hub) add(c *hubConn) (dropped string) {
+	s := h.s
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || isClosed(s.Shutdown) {
 		h.closed = true
-		h.drop(c, dropShutdown)
-		return true
+		return dropShutdown
 	}
 	st := s.Controller.State()
 	ev, err := s.levelEvent(st)
 	if err != nil {
-		h.drop(c, dropWriteError)
-		return true
+		return dropWriteError
 	}
 	var b bytes.Buffer
 	b.WriteString(streamHead)
@@ -121,8 +132,7 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 	b.Write(chunk(ev))
 	c.seq = st.Sequence
 	if reason := c.send(b.Bytes()); reason != "" {
-		h.drop(c, reason)
-		return true
+		return reason
 	}
 	h.conns = append(h.conns, c)
 	if !h.running {
@@ -130,7 +140,7 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 		h.done = make(chan struct{})
 		go h.run(h.done)
 	}
-	return true
+	return ""
 }
 
 // send writes p, or keeps what the socket does not take as pending. It

@@ -131,8 +131,8 @@ func (h *hub) add(c *hubConn) (dropped string) {
 	b.Write(chunk([]byte("retry: 2000\n\n")))
 	b.Write(chunk(ev))
 	c.seq = st.Sequence
-	if reason := c.send(b.Bytes()); reason != "" {
-		return reason
+	if err := c.send(b.Bytes()); err != nil {
+		return dropWriteError
 	}
 	h.conns = append(h.conns, c)
 	if !h.running {
@@ -143,17 +143,17 @@ func (h *hub) add(c *hubConn) (dropped string) {
 	return ""
 }
 
-// send writes p, or keeps what the socket does not take as pending. It
-// returns why the stream must end, if it must.
-func (c *hubConn) send(p []byte) (dropped string) {
+// send writes p, which must follow nothing pending, and keeps what the
+// socket does not take as pending.
+func (c *hubConn) send(p []byte) error {
 	n, err := c.sock.write(p)
 	if err != nil {
-		return dropWriteError
+		return err
 	}
 	if n < len(p) {
 		c.pending = p[n:]
 	}
-	return ""
+	return nil
 }
 
 // drop closes c and releases its counts; reason "" is a subscriber that

@@ -197,12 +197,8 @@ func (c *hubConn) serve(f *frames, writeTimeout time.Duration) (end bool) {
 		if len(c.pending) > 0 {
 			return false
 		}
-		n, err := c.sock.write(p)
-		if err != nil {
+		if err := c.send(p); err != nil {
 			return c.failed()
-		}
-		if n < len(p) {
-			c.pending = p[n:]
 		}
 		return false
 	}

@@ -108,27 +108,16 @@ func checkKeys(dec *json.Decoder, t reflect.Type) *httpError {
 				return &httpError{http.StatusBadRequest, fmt.Sprintf("duplicate field %q", key)}
 			}
 			seen[key] = true
-			var elem reflect.Type
-			switch {
-			case t == nil:
-			case t.Kind() == reflect.Struct:
-				f, ok := fieldByJSONName(t, key)
-				if !ok {
-					return unknownField(t, key)
-				}
-				elem = f
-			case t.Kind() == reflect.Map:
-				elem = t.Elem()
+			elem, ok := valueType(t, []byte(key))
+			if !ok {
+				return unknownField(t, key)
 			}
 			if err := checkKeys(dec, elem); err != nil {
 				return err
 			}
 		}
 	case json.Delim('['):
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
+		elem := elemType(t)
 		for dec.More() {
 			if err := checkKeys(dec, elem); err != nil {
 				return err
@@ -152,10 +141,31 @@ func syntaxError(err error) *httpError {
 	return decodeError(err)
 }
 
-// fieldByJSONName finds the field of struct t whose JSON name is exactly name.
-func fieldByJSONName(t reflect.Type, name string) (reflect.Type, bool) {
-	ft, ok := jsonFields(t)[name]
-	return ft, ok
+// valueType is the type of the value under key in an object of type t:
+// the struct field whose JSON name is exactly key, a map's element type,
+// or nil where t is nil or neither. It is false when t is a struct
+// without that field. key is bytes so that cleanKeys looks it up without
+// allocating.
+func valueType(t reflect.Type, key []byte) (reflect.Type, bool) {
+	switch {
+	case t == nil:
+		return nil, true
+	case t.Kind() == reflect.Struct:
+		f, ok := jsonFields(t)[string(key)]
+		return f, ok
+	case t.Kind() == reflect.Map:
+		return t.Elem(), true
+	}
+	return nil, true
+}
+
+// elemType is the element type of an array of type t, nil where t is not
+// a slice or an array.
+func elemType(t reflect.Type) reflect.Type {
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		return t.Elem()
+	}
+	return nil
 }
 
 // fieldsByType caches jsonFields: a body type's fields are looked up for

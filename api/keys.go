@@ -49,11 +49,7 @@ func (k *keyScan) value(t reflect.Type) bool {
 	case '{':
 		return k.object(t)
 	case '[':
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
-		return k.array(elem)
+		return k.array(elemType(t))
 	case '"':
 		_, ok := k.str()
 		return ok
@@ -111,17 +107,9 @@ func (k *keyScan) object(t reflect.Type) bool {
 			}
 		}
 		seen = append(seen, key)
-		var elem reflect.Type
-		switch {
-		case t == nil:
-		case t.Kind() == reflect.Struct:
-			f, ok := jsonFields(t)[string(key)]
-			if !ok {
-				return false
-			}
-			elem = f
-		case t.Kind() == reflect.Map:
-			elem = t.Elem()
+		elem, ok := valueType(t, key)
+		if !ok {
+			return false
 		}
 		k.space()
 		if k.i >= len(k.data) || k.data[k.i] != ':' {

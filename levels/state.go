@@ -129,6 +129,22 @@ type Reading struct {
 	Err error
 }
 
+// ReadingOf turns a sampler's answer into a reading of sig: a value is
+// available, ErrWarmingUp is warming, ErrAbsent is absent, any other error
+// is failed. It is the one mapping of sampler errors to states, for the
+// controller's samplers and the signals package's sources alike.
+func ReadingOf(sig Signal, v float64, err error) Reading {
+	switch {
+	case err == nil:
+		return Reading{Signal: sig, State: Available, Value: v, HasValue: true}
+	case errors.Is(err, ErrWarmingUp):
+		return Reading{Signal: sig, State: Warming}
+	case errors.Is(err, ErrAbsent):
+		return Reading{Signal: sig, State: Absent}
+	}
+	return Reading{Signal: sig, State: Failed, Err: err}
+}
+
 // ErrAbsent is returned by a sampler whose source answered with no data:
 // the signal is absent (an empty query result), which is not a failure.
 var ErrAbsent = errors.New("no data")

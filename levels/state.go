@@ -43,6 +43,17 @@ func (s SignalState) String() string {
 	return stateNames[s]
 }
 
+// stateByName is the state whose String is name, and whether there is
+// one: how a state document or a timeline line is read back.
+func stateByName(name string) (SignalState, bool) {
+	for _, st := range SignalStates {
+		if st.String() == name {
+			return st, true
+		}
+	}
+	return Off, false
+}
+
 // Blind reports whether the signal is warming or failed: it cannot say
 // whether a level may be left, so it holds recovery (see [BlindHolds]).
 func (s SignalState) Blind() bool { return s == Warming || s == Failed }

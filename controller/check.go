@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -27,9 +26,7 @@ func (c *Controller) check(ctx context.Context, trigger string) {
 	c.mu.Unlock()
 
 	var readings []levels.Reading
-	for sig, sampler := range map[levels.Signal]Sampler{levels.CPU: o.CPU, levels.Memory: o.Memory} {
-		readings = append(readings, readSampler(ctx, sig, sampler, start))
-	}
+	readings = append(readings, readSampler(ctx, levels.CPU, o.CPU, start), readSampler(ctx, levels.Memory, o.Memory, start))
 	for _, src := range o.Sources {
 		readings = append(readings, src.Read(ctx, start)...)
 	}
@@ -106,13 +103,7 @@ func readSampler(ctx context.Context, sig levels.Signal, s Sampler, now time.Tim
 		return levels.Reading{Signal: sig, State: levels.Off}
 	}
 	x, err := s.Sample(ctx, now)
-	switch {
-	case errors.Is(err, levels.ErrWarmingUp):
-		return levels.Reading{Signal: sig, State: levels.Warming}
-	case err != nil:
-		return levels.Reading{Signal: sig, State: levels.Failed, Err: err}
-	}
-	return levels.Reading{Signal: sig, State: levels.Available, Value: x, HasValue: true}
+	return levels.ReadingOf(sig, x, err)
 }
 
 // apply writes readings into sample and returns the names of the signals

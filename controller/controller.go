@@ -14,7 +14,9 @@ import (
 )
 
 // Sampler measures one resource signal as a percentage. An error makes the
-// signal unavailable for this health check.
+// signal unavailable for this health check: levels.ErrWarmingUp reads as
+// warming, levels.ErrAbsent as absent, any other error as failed (see
+// [levels.ReadingOf]).
 type Sampler interface {
 	Sample(ctx context.Context, now time.Time) (float64, error)
 }

@@ -82,16 +82,7 @@ func (c *Controller) evaluateEvent() {
 	c.mu.Lock()
 	c.signals = sample
 	before := c.seq
-	var moves []Transition
-	c.auto.Since = c.dwellStart()
-	var m levels.Move
-	c.auto, m = levels.Event(c.auto, c.opts.Table, sample, now, c.opts.rules())
-	if m.Moved() {
-		c.auto.JitterR, c.auto.NotBefore = c.drawJitter(), time.Time{}
-		if t, ok := c.commit(now, SourceAuto, m.Reason, false); ok {
-			moves = append(moves, t)
-		}
-	}
+	moves := c.moveAuto(now, sample, levels.Event)
 	st := c.publishLocked(now, SourceAuto, "automatic level now "+c.opts.Table.Level(c.auto.Level).Name)
 	c.mu.Unlock()
 

@@ -188,10 +188,7 @@ func (c *Controller) restoreFleet(now time.Time, p *Persisted) {
 		return
 	}
 	o := *f
-	o.SetAt = clampPast(o.SetAt, now)
-	if limit := now.Add(c.opts.MaxOverrideTTL); o.ExpiresAt.After(limit) {
-		o.ExpiresAt = limit.UTC()
-	}
+	o.Override = c.restoredOverride(f.Override, now)
 	c.fleet.ovr, c.fleet.index, c.fleet.ends = &o, idx, o.ExpiresAt
 }
 

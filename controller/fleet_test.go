@@ -213,6 +213,38 @@ func TestFleetOverrideSurvivesRestart(t *testing.T) {
 	})
 }
 
+// TestRestoredFleetOverrideClamped: like a local one, a fleet override
+// read back from the state file never outlives max_override_ttl from now,
+// and one set "in the future" (the clock went back) is set now.
+func TestRestoredFleetOverrideClamped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &FileStore{Dir: t.TempDir()}
+		r := newRig(t, Options{Store: store})
+		r.c.Check(context.Background())
+		future := time.Now().Add(5 * time.Hour).UTC()
+		if _, err := r.c.ApplyFleet(FleetUpdate{Override: &Override{Level: "Major", Mode: ModePin, Reason: "INC-42", SetAt: future, ExpiresAt: future.Add(10 * time.Hour)},
+			TTL: 15 * time.Hour, Revision: 7}); err != nil {
+			t.Fatal(err)
+		}
+		again, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{v: 10}, MaxOverrideTTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := again.FleetOverride()
+		if f == nil {
+			t.Fatal("after restart: no fleet override, want the saved one")
+		}
+		if want := time.Now().Add(time.Hour); !f.ExpiresAt.Equal(want) || f.SetAt.After(time.Now()) {
+			t.Fatalf("restored fleet override set %v, expires %v; want set no later than now, expiring at %v (max_override_ttl from now)", f.SetAt, f.ExpiresAt, want)
+		}
+		time.Sleep(time.Hour)
+		again.Check(context.Background())
+		if f := again.FleetOverride(); f != nil {
+			t.Errorf("an hour after the restart: fleet override %+v still in force, want it expired", f)
+		}
+	})
+}
+
 // fakeFleetErrors is the fleet's summed window; ok false is etcd gone.
 type fakeFleetErrors struct {
 	attempts, failures int64

@@ -42,13 +42,9 @@ func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
 	}
 	c.pub = pub
 	if p.Override != nil {
-		o := *p.Override
+		o := c.restoredOverride(*p.Override, now)
 		idx, _ := t.Map(o.Level, p.priority(o.Level))
 		o.Level = t.Level(idx).Name
-		o.SetAt = clampPast(o.SetAt, now)
-		if limit := now.Add(c.opts.MaxOverrideTTL); o.ExpiresAt.After(limit) {
-			o.ExpiresAt = limit.UTC()
-		}
 		c.ovr, c.ovrIndex, c.ovrEnds = &o, idx, o.ExpiresAt
 	}
 	c.restoreFleet(now, p)
@@ -65,6 +61,17 @@ func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
 	if p.Shadow != c.opts.Shadow {
 		c.record(now, t.Level(c.pub).Name, SourceConfig, "config: "+modeChange(p.Shadow, c.opts.Shadow))
 	}
+}
+
+// restoredOverride is a saved override as a start adopts it: set no later
+// than now (the clock may have gone back) and ending no later than
+// MaxOverrideTTL from now. c.mu must be held.
+func (c *Controller) restoredOverride(o Override, now time.Time) Override {
+	o.SetAt = clampPast(o.SetAt, now)
+	if limit := now.Add(c.opts.MaxOverrideTTL); o.ExpiresAt.After(limit) {
+		o.ExpiresAt = limit.UTC()
+	}
+	return o
 }
 
 // clampPast returns t, or now if t lies in the future (the clock went back).

@@ -27,16 +27,29 @@ func (c *Controller) evaluate(now time.Time, s levels.Sample) []Transition {
 	if len(c.samples) > keep {
 		c.samples = append(c.samples[:0], c.samples[len(c.samples)-keep:]...)
 	}
+	return append(moves, c.moveAuto(now, s, levels.Next)...)
+}
+
+// rule is one of the pure rules that move the automatic level:
+// [levels.Next] at a health check, [levels.Event] at an event.
+type rule func(levels.Auto, *levels.Table, levels.Sample, time.Time, levels.Rules) (levels.Auto, levels.Move)
+
+// moveAuto applies next to the automatic level, its dwell starting at
+// dwellStart. A new automatic level draws its recovery jitter, and the
+// published level follows it unless an override decides: the history
+// entry that made, if any, is returned. c.mu must be held.
+func (c *Controller) moveAuto(now time.Time, s levels.Sample, next rule) []Transition {
 	c.auto.Since = c.dwellStart()
 	var m levels.Move
-	c.auto, m = levels.Next(c.auto, c.opts.Table, s, now, c.opts.rules())
-	if m.Moved() {
-		c.auto.JitterR, c.auto.NotBefore = c.drawJitter(), time.Time{}
-		if t, ok := c.commit(now, SourceAuto, m.Reason, false); ok {
-			moves = append(moves, t)
-		}
+	c.auto, m = next(c.auto, c.opts.Table, s, now, c.opts.rules())
+	if !m.Moved() {
+		return nil
 	}
-	return moves
+	c.auto.JitterR, c.auto.NotBefore = c.drawJitter(), time.Time{}
+	if t, ok := c.commit(now, SourceAuto, m.Reason, false); ok {
+		return []Transition{t}
+	}
+	return nil
 }
 
 // recoveryAt is the earliest automatic step down: the jittered dwell from

@@ -19,6 +19,7 @@
 // It is not a rate limiter, a general histogram or a metrics exporter, and
 // it does not decide anything: turning totals into a percentage, applying
 // min_throughput and comparing with thresholds belong to the controller and
-// the levels package. It is also not shared between processes; the cluster-mode window
-// lives in Redis.
+// the levels package. It is also not shared between processes: in fleet
+// mode (error_rate_scope: fleet) each instance reports its own window's
+// counts through etcd, and the controller sums the live instances' reports.
 package errwindow

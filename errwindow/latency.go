@@ -39,13 +39,7 @@ func LatencyBounds() [NumLatencyBuckets]float64 {
 // It implements the controller's LatencyWindow.
 func (w *Window) Quantile(now time.Time, q float64) (ms float64, observations int64) {
 	counts := w.latencies(now)
-	for _, n := range counts {
-		observations += n
-	}
-	if observations == 0 {
-		return 0, 0
-	}
-	return quantile(&counts, observations, q), observations
+	return QuantileOf(counts[:], q)
 }
 
 // LatencyCounts returns the latency counts of the buckets Totals(now)

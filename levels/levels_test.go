@@ -2,6 +2,7 @@ package levels
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -156,5 +157,31 @@ func TestReasons(t *testing.T) {
 	want := "recovered: all available signals below Major thresholds less 10% hysteresis; cpu failed for 5m3s, memory warming for 6m"
 	if got != want {
 		t.Errorf("RecoveryReason = %q, want %q", got, want)
+	}
+}
+
+func TestReadingOf(t *testing.T) {
+	broken := errors.New("read /proc/stat: too many open files")
+	for _, tc := range []struct {
+		name     string
+		v        float64
+		err      error
+		want     SignalState
+		hasValue bool
+	}{
+		{"value", 42, nil, Available, true},
+		{"warming", 0, fmt.Errorf("cpu: %w", ErrWarmingUp), Warming, false},
+		{"absent", 0, fmt.Errorf("empty result: %w", ErrAbsent), Absent, false},
+		{"failed", 0, broken, Failed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ReadingOf(CPU, tc.v, tc.err)
+			if r.Signal != CPU || r.State != tc.want || r.HasValue != tc.hasValue || r.Value != tc.v {
+				t.Errorf("ReadingOf(cpu, %v, %v) = %+v, want state %s with value %v (has value %v)", tc.v, tc.err, r, tc.want, tc.v, tc.hasValue)
+			}
+			if tc.want == Failed && r.Err != tc.err {
+				t.Errorf("failed reading's Err = %v, want %v: the controller logs it", r.Err, tc.err)
+			}
+		})
 	}
 }

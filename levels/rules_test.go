@@ -156,6 +156,25 @@ func TestSampleJSON(t *testing.T) {
 	}
 }
 
+// TestSampleJSONFromNewerDaemon: a document from a newer daemon, with a
+// state name and a key this one does not know, still reads; the unknown
+// state leaves its signal out rather than guessing one.
+func TestSampleJSONFromNewerDaemon(t *testing.T) {
+	doc := `{"cpu_percent":12.5,"gpu_percent":99,"custom":{},"sampled_at":"2026-12-01T08:00:00Z",` +
+		`"status":{"cpu":"available","memory":"hibernating"},"window_attempts":0,"window_failures":0}`
+	var s Sample
+	if err := json.Unmarshal([]byte(doc), &s); err != nil {
+		t.Fatalf("a newer daemon's signals: %v, want it read", err)
+	}
+	want := map[Signal]SignalState{CPU: Available}
+	if d := cmp.Diff(want, s.States); d != "" {
+		t.Errorf("states (-want +got):\n%s", d)
+	}
+	if v, ok := s.Value(CPU); !ok || v != 12.5 {
+		t.Errorf("cpu = %v, %v; want 12.5", v, ok)
+	}
+}
+
 func TestReasonsOfEverySignal(t *testing.T) {
 	tab, err := NewTableWith([]Level{{Name: "Major", PriorityThreshold: 50, Thresholds: Thresholds{
 		Latency: 500, CPUPressure: 40, "queue_depth": 1000,

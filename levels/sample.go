@@ -200,10 +200,8 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 		}
 	}
 	for name, state := range doc.Status {
-		for _, st := range SignalStates {
-			if state == st.String() {
-				s.States[Signal(name)] = st
-			}
+		if st, ok := stateByName(state); ok {
+			s.States[Signal(name)] = st
 		}
 	}
 	return nil

@@ -43,6 +43,17 @@ func (s SignalState) String() string {
 	return stateNames[s]
 }
 
+// stateByName is the state whose String is name, and whether there is
+// one: how a state document or a timeline line is read back.
+func stateByName(name string) (SignalState, bool) {
+	for _, st := range SignalStates {
+		if st.String() == name {
+			return st, true
+		}
+	}
+	return Off, false
+}
+
 // Blind reports whether the signal is warming or failed: it cannot say
 // whether a level may be left, so it holds recovery (see [BlindHolds]).
 func (s SignalState) Blind() bool { return s == Warming || s == Failed }
@@ -127,6 +138,22 @@ type Reading struct {
 	Recovery *float64
 	// Err says why a Failed reading failed; the controller logs it.
 	Err error
+}
+
+// ReadingOf turns a sampler's answer into a reading of sig: a value is
+// available, ErrWarmingUp is warming, ErrAbsent is absent, any other error
+// is failed. It is the one mapping of sampler errors to states, for the
+// controller's samplers and the signals package's sources alike.
+func ReadingOf(sig Signal, v float64, err error) Reading {
+	switch {
+	case err == nil:
+		return Reading{Signal: sig, State: Available, Value: v, HasValue: true}
+	case errors.Is(err, ErrWarmingUp):
+		return Reading{Signal: sig, State: Warming}
+	case errors.Is(err, ErrAbsent):
+		return Reading{Signal: sig, State: Absent}
+	}
+	return Reading{Signal: sig, State: Failed, Err: err}
 }
 
 // ErrAbsent is returned by a sampler whose source answered with no data:

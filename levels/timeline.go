@@ -101,7 +101,7 @@ func (l Line) Sample() Sample {
 	s := Sample{Values: make(map[Signal]float64, len(l.Signals)), States: make(map[Signal]SignalState, len(l.Signals)),
 		WindowAttempts: l.Window.Attempts, WindowFailures: l.Window.Failures, SampledAt: l.At}
 	for sig, ls := range l.Signals {
-		s.States[sig] = stateByName(ls.State)
+		s.States[sig], _ = stateByName(ls.State) // unknown: Off
 		if ls.Value != nil {
 			s.Values[sig] = *ls.Value
 		}
@@ -116,16 +116,6 @@ func (l Line) Sample() Sample {
 		s.LatencyObservations += n
 	}
 	return s
-}
-
-// stateByName is the state whose String is name; Off when none is.
-func stateByName(name string) SignalState {
-	for _, st := range SignalStates {
-		if st.String() == name {
-			return st
-		}
-	}
-	return Off
 }
 
 // Event applies an event-driven evaluation's sample at now to the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -93,7 +92,7 @@ func (p *Pushed) Read(_ context.Context, now time.Time) []levels.Reading {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]levels.Reading, 0, len(p.order))
-	for _, name := range slices.Clone(p.order) {
+	for _, name := range p.order {
 		pv, ok := p.values[name]
 		switch age := now.Sub(pv.at); {
 		case !ok:

@@ -58,7 +58,7 @@ func (q *Queries) Run(ctx context.Context) error {
 					return
 				}
 				q.mu.Lock()
-				q.last[s.Name] = readingOf(s.Name, v, err)
+				q.last[s.Name] = levels.ReadingOf(s.Name, v, err)
 				q.mu.Unlock()
 				select {
 				case <-ctx.Done():

@@ -2,7 +2,6 @@ package signals
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/degraded/degraded/levels"
@@ -36,19 +35,4 @@ func (p *Pressure) Read(ctx context.Context, _ time.Time) []levels.Reading {
 		out = append(out, levels.Reading{Signal: sig, State: levels.Available, Value: psi.Avg10, HasValue: true, Recovery: &avg60})
 	}
 	return out
-}
-
-// readingOf turns a sampler's answer into a reading of sig: a value is
-// available, ErrWarmingUp is warming, ErrAbsent is absent, any other
-// error is failed.
-func readingOf(sig levels.Signal, v float64, err error) levels.Reading {
-	switch {
-	case err == nil:
-		return levels.Reading{Signal: sig, State: levels.Available, Value: v, HasValue: true}
-	case errors.Is(err, levels.ErrWarmingUp):
-		return levels.Reading{Signal: sig, State: levels.Warming}
-	case errors.Is(err, levels.ErrAbsent):
-		return levels.Reading{Signal: sig, State: levels.Absent}
-	}
-	return levels.Reading{Signal: sig, State: levels.Failed, Err: err}
 }

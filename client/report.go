@@ -105,8 +105,8 @@ func (c *Client) keepsLatency() bool {
 // flush sends what was recorded since the last accepted flush. On a
 // failure the counts are kept, bounded, for the next flush; an answer the
 // daemon will never accept (4xx other than 408 and 429) drops them and is
-// logged, rate-limited. Only
-// one flush runs at a time: the reporter loop, then Run's final flush.
+// logged, rate-limited. Only one flush runs at a time: the reporter loop,
+// then Run's final flush.
 func (c *Client) flush(ctx context.Context) error {
 	p := &c.pending
 	var latency [numLatencyBuckets]int64

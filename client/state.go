@@ -130,9 +130,10 @@ func (s State) clone() State {
 		t := *s.EarliestRecoveryAt
 		s.EarliestRecoveryAt = &t
 	}
-	if s.Override != nil {
-		o := *s.Override
-		s.Override = &o
+	s.Override = clonePtr(s.Override)
+	if s.Fleet != nil {
+		s.Fleet = clonePtr(s.Fleet)
+		s.Fleet.Override = clonePtr(s.Fleet.Override)
 	}
 	for _, p := range []**float64{&s.Signals.CPUPercent, &s.Signals.MemoryPercent, &s.Signals.ErrorRatePercent, &s.Signals.LatencyMS,
 		&s.Signals.CPUPressurePercent, &s.Signals.MemoryPressurePercent, &s.Signals.IOPressurePercent,

@@ -70,8 +70,8 @@ func WithStaleAfter(d time.Duration) Option {
 // WithFailMode sets the fail mode (default FailOpen).
 func WithFailMode(m FailMode) Option { return func(c *Client) { c.mode = m } }
 
-// WithReportInterval sets how often Run flushes Record's counts to the
-// daemon (default DefaultReportInterval). Values <= 0 keep the default.
+// WithReportInterval sets how often Run flushes the counts of Record and
+// Observe to the daemon (default DefaultReportInterval). Values <= 0 keep the default.
 func WithReportInterval(d time.Duration) Option {
 	return func(c *Client) {
 		if d > 0 {

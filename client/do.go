@@ -19,11 +19,12 @@ type Operation[T any] struct {
 // it runs the fallback of the current level or, failing that, of the
 // nearest less severe level that has one (a fallback keyed at Moderate
 // serves from Moderate up, until a more severe level has its own); with
-// none it returns ErrShed without running anything. Do records nothing: wrap the work in Record, or use
-// Middleware, to report outcomes. The level order is learned by Run from
-// GET /v1/levels; until it is known only the current level's own fallback
-// is found. When the fail mode decides without any state, Do runs Primary
-// if admitted and otherwise returns ErrShed.
+// none it returns ErrShed without running anything. Do records nothing:
+// wrap the work in Record, or use Middleware, to report outcomes. The
+// level order is learned by Run from GET /v1/levels; until it is known
+// only the current level's own fallback is found. When the fail mode
+// decides without any state, Do runs Primary if admitted and otherwise
+// returns ErrShed.
 func Do[T any](ctx context.Context, c *Client, op Operation[T]) (T, error) {
 	v := c.view.Load()
 	if v.index == 0 || max(op.Priority, 0) >= v.threshold {

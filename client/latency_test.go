@@ -189,3 +189,11 @@ func TestMiddlewareKeepsFlushAndResponseController(t *testing.T) {
 		t.Errorf("Flusher %v, ResponseController.Flush %v, recorder flushed %v; want all true", flushed, controlled, w.Flushed)
 	}
 }
+
+// Observe is on every timed request's path: one atomic add, no allocation.
+func TestObserveDoesNotAllocate(t *testing.T) {
+	c := at(t, majorState(time.Now()))
+	if n := testing.AllocsPerRun(1000, func() { c.Observe(true, 3*time.Millisecond) }); n != 0 {
+		t.Errorf("Observe allocates %v times, want 0", n)
+	}
+}

@@ -63,9 +63,10 @@ func smallPriority(s string) (int, bool) {
 // up to about 2,048 requests a second, and above that for a uniform random
 // sample of at least 1,024 a second, re-chosen at each report: timing a
 // request costs two clock reads, more than the rest of the middleware, and
-// a quantile of that many observations a second is as good as one of all. In shadow mode (State.Shadow) nothing is
-// shed: what would have been is counted as Allow counts it, then served
-// and observed like any other request.
+// a quantile of that many observations a second is as good as one of all.
+// In shadow mode (State.Shadow) nothing is shed: what would have been is
+// counted as Allow counts it, then served and observed like any other
+// request.
 //
 // The ResponseWriter next receives passes Flush through and unwraps
 // (http.ResponseController reaches Hijack, deadlines and the rest). It is

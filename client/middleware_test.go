@@ -234,12 +234,18 @@ func TestNewRejectsBadInput(t *testing.T) {
 func TestStateIsACopy(t *testing.T) {
 	major := majorState(time.Now())
 	major.Signals.Status = map[string]string{"cpu": "available"}
+	major.Fleet = &FleetState{Name: "web", Connected: true, Override: &FleetOverride{Override: Override{Level: "Major"}, ModRevision: 7}}
 	c := at(t, major)
 	st := c.State()
 	st.DisabledFeatures[0] = "changed"
 	*st.EarliestRecoveryAt = time.Time{}
 	st.Signals.Status["cpu"] = "failed"
+	st.Fleet.Connected = false
+	st.Fleet.Override.Level = "Severe"
 	if c.Feature("recommendations") || c.State().EarliestRecoveryAt.IsZero() || c.State().Signals.Status["cpu"] != "available" {
 		t.Error("changing a returned State changed the client's")
+	}
+	if f := c.State().Fleet; !f.Connected || f.Override.Level != "Major" {
+		t.Errorf("changing a returned State's fleet object changed the client's: %+v", f)
 	}
 }

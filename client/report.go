@@ -105,8 +105,8 @@ func (c *Client) keepsLatency() bool {
 // flush sends what was recorded since the last accepted flush. On a
 // failure the counts are kept, bounded, for the next flush; an answer the
 // daemon will never accept (4xx other than 408 and 429) drops them and is
-// logged, rate-limited. Only
-// one flush runs at a time: the reporter loop, then Run's final flush.
+// logged, rate-limited. Only one flush runs at a time: the reporter loop,
+// then Run's final flush.
 func (c *Client) flush(ctx context.Context) error {
 	p := &c.pending
 	var latency [numLatencyBuckets]int64
@@ -155,7 +155,8 @@ func (c *Client) flush(ctx context.Context) error {
 	if withLatency && p.latency != ([numLatencyBuckets]int64{}) {
 		send = &p.latency
 	}
-	err := c.report(ctx, p.success, p.failure, send, c.pendingShed)
+	body := outcomeReport{Success: p.success, Failure: p.failure, LatencyCounts: send, WouldShed: c.pendingShed}
+	err := c.call(ctx, http.MethodPost, "/v1/outcomes", body, nil)
 	var ae *APIError
 	if err == nil || errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
 		ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests {
@@ -184,18 +185,11 @@ func fitLatency(latency [numLatencyBuckets]int64, total int64) [numLatencyBucket
 	return latency
 }
 
-// flushReport is the body of POST /v1/outcomes a flush sends: the
-// latency counts and the would-shed counts only when there are some.
-type flushReport struct {
+// outcomeReport is the body of POST /v1/outcomes, for flush and Report:
+// the latency counts and the would-shed counts only when there are some.
+type outcomeReport struct {
 	Success       int64                     `json:"success"`
 	Failure       int64                     `json:"failure"`
 	LatencyCounts *[numLatencyBuckets]int64 `json:"latency_counts,omitempty"`
 	WouldShed     map[string]int64          `json:"would_shed,omitempty"`
-}
-
-// report is Report, with the latency counts when latency is not nil and
-// the would-shed counts when wouldShed is not empty.
-func (c *Client) report(ctx context.Context, success, failure int64, latency *[numLatencyBuckets]int64, wouldShed map[string]int64) error {
-	body := flushReport{Success: success, Failure: failure, LatencyCounts: latency, WouldShed: wouldShed}
-	return c.call(ctx, http.MethodPost, "/v1/outcomes", body, nil)
 }

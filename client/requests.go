@@ -162,6 +162,6 @@ func (c *Client) Report(ctx context.Context, success, failure int64) (int64, err
 	var b struct {
 		Accepted int64 `json:"accepted"`
 	}
-	err := c.call(ctx, http.MethodPost, "/v1/outcomes", map[string]int64{"success": success, "failure": failure}, &b)
+	err := c.call(ctx, http.MethodPost, "/v1/outcomes", outcomeReport{Success: success, Failure: failure}, &b)
 	return b.Accepted, err
 }

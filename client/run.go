@@ -38,11 +38,11 @@ var errNotStream = errors.New("event stream unavailable")
 // cannot be held (a buffering proxy, the subscriber limit), reconnects with
 // full-jitter exponential backoff (base 100ms, or the stream's "retry:"
 // when larger; cap 30s), marks the state stale after StaleAfter without
-// contact, and flushes Record's counts every report interval. Lost
-// contact, its return and refused reports are logged (WithLogger). It
-// returns
-// ctx.Err() only after its goroutines have ended and a last flush (at most
-// 2s) has been tried. Run at most one Run per Client at a time.
+// contact, and flushes the counts of Record and Observe (and shadow mode's
+// would-shed counts) every report interval. Lost contact, its return and
+// refused reports are logged (WithLogger). It returns ctx.Err() only after
+// its goroutines have ended and a last flush (at most 2s) has been tried.
+// Run at most one Run per Client at a time.
 func (c *Client) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("client: Run is already running")

@@ -109,3 +109,42 @@ func TestAllowInShadowModeDoesNotAllocate(t *testing.T) {
 		t.Errorf("counted %v, want Major 1001 (AllocsPerRun runs once more to warm up)", got)
 	}
 }
+
+// A client in shadow mode counts what it admits but would have shed under
+// the level that would have shed it: the state's, while fresh or under
+// FailLastKnown; "unknown" once stale under FailClosed, where the fail
+// mode and no level decides; nothing under FailOpen, which sheds nothing.
+// PriorityCritical is never counted.
+func TestShadowCountsUnderTheLevelThatWouldHaveShed(t *testing.T) {
+	for _, tc := range []struct {
+		mode  FailMode
+		stale bool
+		want  map[string]int64
+	}{
+		{FailOpen, false, map[string]int64{"Major": 1}},
+		{FailOpen, true, nil},
+		{FailLastKnown, true, map[string]int64{"Major": 1}},
+		{FailClosed, true, map[string]int64{"unknown": 1}},
+	} {
+		name := tc.mode.String()
+		if tc.stale {
+			name += " stale"
+		}
+		t.Run(name, func(t *testing.T) {
+			st := majorState(time.Now().Add(time.Minute))
+			st.Shadow = true
+			c := at(t, st, WithFailMode(tc.mode))
+			if tc.stale {
+				c.setStale(true)
+			}
+			for _, p := range []int{10, PriorityCritical} {
+				if !c.Allow(p) {
+					t.Errorf("Allow(%d) = false in shadow mode", p)
+				}
+			}
+			if got := c.shadow.take(nil); !maps.Equal(got, tc.want) {
+				t.Errorf("would-shed counts %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -11,9 +11,11 @@ import (
 // one admitted when FailClosed decides.
 const PriorityCritical = math.MaxInt32
 
-// Sources of [State.Source].
+// Sources of [State.Source]: the layer that set the published level,
+// auto -> fleet -> override (a local override).
 const (
 	SourceAuto     = "auto"
+	SourceFleet    = "fleet"
 	SourceOverride = "override"
 )
 
@@ -30,7 +32,8 @@ type State struct {
 	PriorityThreshold int `json:"priority_threshold"`
 	// DisabledFeatures are the features turned off at Level.
 	DisabledFeatures []string `json:"disabled_features"`
-	// Source is SourceAuto or SourceOverride: what decided Level.
+	// Source is SourceAuto, SourceFleet or SourceOverride: what decided
+	// Level.
 	Source string `json:"source"`
 	// Recommended is the level the signals ask for now.
 	Recommended string `json:"recommended"`
@@ -127,9 +130,10 @@ func (s State) clone() State {
 		t := *s.EarliestRecoveryAt
 		s.EarliestRecoveryAt = &t
 	}
-	if s.Override != nil {
-		o := *s.Override
-		s.Override = &o
+	s.Override = clonePtr(s.Override)
+	if s.Fleet != nil {
+		s.Fleet = clonePtr(s.Fleet)
+		s.Fleet.Override = clonePtr(s.Fleet.Override)
 	}
 	for _, p := range []**float64{&s.Signals.CPUPercent, &s.Signals.MemoryPercent, &s.Signals.ErrorRatePercent, &s.Signals.LatencyMS,
 		&s.Signals.CPUPressurePercent, &s.Signals.MemoryPressurePercent, &s.Signals.IOPressurePercent,

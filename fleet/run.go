@@ -165,13 +165,10 @@ func (f *Fleet) session(ctx context.Context) (bool, error) {
 	wch := cli.Watch(clientv3.WithRequireLeader(ctx), f.keys.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	f.setConnected(true, nil)
 	f.deliver(u) // after connected: whoever sees the update sees the member connected
-	// A report given before the session started is written at once.
-	if err := f.putReport(ctx, cli, lease.ID); err != nil {
-		return true, err
-	}
 	// Reports and probes wait for etcd's answer (a commit, milliseconds
 	// on a busy etcd): they run beside the watch, so that a fleet override
-	// is never delivered late because a report was on its way.
+	// is never delivered late because a report was on its way, the
+	// session's first report included.
 	writerErr := make(chan error, 1)
 	var writer sync.WaitGroup
 	writer.Go(func() { writerErr <- f.writeLoop(ctx, cli, lease.ID) })
@@ -198,9 +195,14 @@ func (f *Fleet) session(ctx context.Context) (bool, error) {
 	}
 }
 
-// writeLoop writes each new report under the lease and probes etcd every
-// probeEvery, until one fails or ctx ends.
+// writeLoop writes the latest report under the lease at once (one given
+// before the session started, or whose write failed in the last one),
+// then each new report, and probes etcd every probeEvery, until one fails
+// or ctx ends.
 func (f *Fleet) writeLoop(ctx context.Context, cli *clientv3.Client, lease clientv3.LeaseID) error {
+	if err := f.putReport(ctx, cli, lease); err != nil {
+		return err
+	}
 	probe := time.NewTicker(probeEvery)
 	defer probe.Stop()
 	for {

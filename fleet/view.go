@@ -47,6 +47,14 @@ func (f *Fleet) View() View {
 	return v
 }
 
+// Instances is how many live instances the fleet view holds: the length
+// of View().Instances, without building the view.
+func (f *Fleet) Instances() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.instances)
+}
+
 // ErrorRate is the fleet's error window: the sums over the live instances'
 // reported windows (this one's included) and how many instances reported.
 // ok is false while etcd cannot be reached: the caller falls back to its

@@ -144,6 +144,12 @@ func TestFleetEndToEnd(t *testing.T) {
 	for _, d := range ds {
 		until(t, 15*time.Second, d.url+" connects to etcd", func() bool { return d.fleetLevel(t).Fleet.Connected })
 	}
+	for _, d := range ds {
+		until(t, 5*time.Second, d.url+" /metrics counts the three instances, connected", func() bool {
+			_, body := d.request(t, "GET", "/metrics", "", "")
+			return strings.Contains(body, "\ndegraded_fleet_instances 3\n") && strings.Contains(body, "\ndegraded_fleet_connected 1\n")
+		})
+	}
 
 	cli := exec.Command(binary, "override", "set", "Major", "--fleet", "--ttl", "15m", "--reason", "INC-42", "--addr", ds[0].url)
 	cli.Env = append(os.Environ(), "DEGRADED_TOKEN=admin-secret")

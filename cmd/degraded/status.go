@@ -90,9 +90,11 @@ func printSignals(w io.Writer, doc statusDoc, table []client.Level, now time.Tim
 				th = "> " + format(p)
 			}
 		}
-		now := signalNow(v, doc.Signals.Status[key], table, limit)
+		var now string
 		if v != nil {
 			now = format(v)
+		} else {
+			now = signalNow(doc.Signals.Status[key], table, limit)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s%s\n", name, now, th, extra)
 	}
@@ -135,14 +137,11 @@ func printSignals(w io.Writer, doc statusDoc, table []client.Level, now time.Tim
 	}
 }
 
-// signalNow is a signal's "now" column: its value; else its state as the
-// daemon names it (failed, warming, absent, off); else "off" when no level
-// has a threshold for it, and "no value" otherwise.
-func signalNow(v *float64, state string, table []client.Level, limit func(client.Level) *float64) string {
-	switch {
-	case v != nil:
-		return percent(v)
-	case state != "" && state != "available":
+// signalNow is the "now" column of a signal without a value: its state as
+// the daemon names it (failed, warming, absent, off); else "off" when no
+// level has a threshold for it, and "no value" otherwise.
+func signalNow(state string, table []client.Level, limit func(client.Level) *float64) string {
+	if state != "" && state != "available" {
 		return state
 	}
 	for _, l := range table {

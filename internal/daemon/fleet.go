@@ -95,14 +95,15 @@ func (d *Daemon) fleetAPI() api.FleetService {
 	return d.fleet
 }
 
-// fleetStatus feeds the fleet metrics; nil when fleet mode is off.
+// fleetStatus feeds the fleet metrics; nil when fleet mode is off. Each
+// scrape calls it once per gauge: it reads counts, not the whole view.
 func (d *Daemon) fleetStatus() func() api.FleetStatus {
 	if d.fleet == nil {
 		return nil
 	}
 	f := d.fleet.f
 	return func() api.FleetStatus {
-		return api.FleetStatus{Connected: f.Connected(), Instances: len(f.View().Instances), Conflict: f.Conflict()}
+		return api.FleetStatus{Connected: f.Connected(), Instances: f.Instances(), Conflict: f.Conflict()}
 	}
 }
 

@@ -54,17 +54,9 @@ func TestFleetSettingsAreRestartOnly(t *testing.T) {
 		t.Errorf("the reload did not warn that fleet.* needs a restart:\n%s", log.String())
 	}
 
-	writeConfig(t, filepath.Join(dir, "off.yaml"), "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}}\n")
-	off, _, err := loaderOf(filepath.Join(dir, "off.yaml"))(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d2, err := New(off, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
-	if f := d2.Controller().State().Fleet; f != nil {
+	off := filepath.Join(dir, "off.yaml")
+	writeConfig(t, off, "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}}\n")
+	if f := startFromFile(t, off, Options{}).Controller().State().Fleet; f != nil {
 		t.Errorf("fleet mode off: fleet object %+v, want none", f)
 	}
 }

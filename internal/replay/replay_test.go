@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -354,7 +355,9 @@ func TestTextReport(t *testing.T) {
 	if err := res.WriteText(&b, []string{"Normal", "Minor", "Moderate", "Major", "Severe", "Emergency"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"candidate transitions: ", "Normal -> Major", "cpu 85.00% > 80% (Major)", "recorded transitions: ",
+	// Times are RFC 3339 in UTC, written with Z.
+	head := fmt.Sprintf("replayed %d lines from %s to %s", res.Lines, res.First.UTC().Format("2006-01-02T15:04:05Z"), res.Last.UTC().Format("2006-01-02T15:04:05Z"))
+	for _, want := range []string{head, "candidate transitions: ", "Normal -> Major", "cpu 85.00% > 80% (Major)", "recorded transitions: ",
 		"time at level", "Severe", "flaps (re-entered within 10s)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -57,5 +56,5 @@ func stamp(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return strings.Replace(t.UTC().Format(time.RFC3339Nano), "+00:00", "Z", 1)
+	return t.UTC().Format(time.RFC3339Nano) // UTC is written "Z"
 }

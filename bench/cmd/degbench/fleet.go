@@ -133,7 +133,6 @@ func fleetCmd(args []string) error {
 	fmt.Fprintf(os.Stderr, "fleet: %d daemons connected to etcd %s in %.1fs\n", *n, res.EtcdVersion, res.StartSecs)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	events := make(chan fleetEvent, 16*(*n))
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -276,7 +275,7 @@ func waitFleet(ds []*daemon, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for i := 0; i < len(ds); {
 		var st struct{ Fleet *struct{ Connected bool } }
-		b, err := do(hc, mustGet(ds[i].url+"/v1/level"))
+		b, err := do(hc, mustRequest(http.MethodGet, ds[i].url+"/v1/level"))
 		if err == nil && json.Unmarshal(b, &st) == nil && st.Fleet != nil && st.Fleet.Connected {
 			i++
 			continue
@@ -288,7 +287,7 @@ func waitFleet(ds []*daemon, within time.Duration) error {
 	}
 	for {
 		var view struct{ Instances []json.RawMessage }
-		b, err := do(hc, mustGet(ds[0].url+"/v1/fleet"))
+		b, err := do(hc, mustRequest(http.MethodGet, ds[0].url+"/v1/fleet"))
 		if err == nil && json.Unmarshal(b, &view) == nil && len(view.Instances) == len(ds) {
 			return nil
 		}
@@ -297,14 +296,6 @@ func waitFleet(ds []*daemon, within time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func mustGet(url string) *http.Request {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		panic(err)
-	}
-	return req
 }
 
 // fleetPut sets a fleet pin through one daemon and returns when its first

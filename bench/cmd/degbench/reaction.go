@@ -348,25 +348,20 @@ func firstMs(cs []changeStats) []float64 {
 
 // awaitState returns the first level event with a sequence of at least seq.
 func awaitState(events <-chan levelEvent, seq uint64, within time.Duration) (levelEvent, error) {
-	timeout := time.After(within)
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return levelEvent{}, errors.New("the measuring subscriber's stream ended")
-			}
-			if ev.id >= seq {
-				return ev, nil
-			}
-		case <-timeout:
-			return levelEvent{}, fmt.Errorf("no event: level with sequence %d or later within %v of the reset", seq, within)
-		}
-	}
+	return awaitEvent(events, within, func(ev levelEvent) bool { return ev.id >= seq },
+		fmt.Sprintf("with sequence %d or later within %v of the reset", seq, within))
 }
 
 // awaitEscalation returns the first level event after sequence seq whose
 // level is above Normal.
 func awaitEscalation(events <-chan levelEvent, seq uint64, within time.Duration) (levelEvent, error) {
+	return awaitEvent(events, within, func(ev levelEvent) bool { return ev.id > seq && ev.index > 0 },
+		fmt.Sprintf("above Normal within %v of the report", within))
+}
+
+// awaitEvent returns the first level event that matches; missing says,
+// in the error, which event did not come in time.
+func awaitEvent(events <-chan levelEvent, within time.Duration, match func(levelEvent) bool, missing string) (levelEvent, error) {
 	timeout := time.After(within)
 	for {
 		select {
@@ -374,11 +369,11 @@ func awaitEscalation(events <-chan levelEvent, seq uint64, within time.Duration)
 			if !ok {
 				return levelEvent{}, errors.New("the measuring subscriber's stream ended")
 			}
-			if ev.id > seq && ev.index > 0 {
+			if match(ev) {
 				return ev, nil
 			}
 		case <-timeout:
-			return levelEvent{}, fmt.Errorf("no event: level above Normal within %v of the report", within)
+			return levelEvent{}, errors.New("no event: level " + missing)
 		}
 	}
 }

@@ -139,10 +139,5 @@ func (d *daemon) sequence(hc *http.Client) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	i := strings.Index(string(b), `"sequence":`)
-	if i < 0 {
-		return 0, fmt.Errorf("no sequence in %.100s", b)
-	}
-	f := strings.FieldsFunc(string(b[i+len(`"sequence":`):]), func(r rune) bool { return r == ',' || r == '}' })
-	return strconv.ParseUint(strings.TrimSpace(f[0]), 10, 64)
+	return stateSequence(b)
 }

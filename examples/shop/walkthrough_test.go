@@ -16,11 +16,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/client"
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
-	"github.com/degraded/degraded/errwindow"
+	rig "github.com/degraded/degraded/internal/daemon"
 )
 
 // pipeListener serves the daemon over net.Pipe, so that the walkthrough
@@ -84,26 +83,17 @@ func TestWalkthrough(t *testing.T) {
 		defer wg.Wait()
 		defer cancel()
 
-		// 1. The daemon, with the demo config.
-		table, err := cfg.Table()
+		// 1. The daemon, with the demo config, wired as `degraded serve`
+		// wires it (recovery_jitter and the rest of the defaults included).
+		d, err := rig.New(cfg, rig.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		win, err := errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctl, err := controller.New(controller.Options{
-			Table: table, HealthCheckInterval: cfg.HealthCheckInterval, MinimumLevelDuration: cfg.MinimumLevelDuration,
-			EscalationDelay: cfg.EscalationDelay, EscalateAfter: cfg.EscalateAfter, MinThroughput: cfg.MinThroughput,
-			Hysteresis: cfg.Hysteresis, MaxOverrideTTL: cfg.MaxOverrideTTL, Errors: win,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() { _ = ctl.Run(ctx) })
+		t.Cleanup(d.Close)
+		ctl := d.Controller()
+		wg.Go(func() { _ = d.Run(ctx) })
 		ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-		srv := &http.Server{Handler: api.NewServer(api.Deps{Controller: ctl, Outcomes: win})}
+		srv := &http.Server{Handler: d.Handler()}
 		wg.Go(func() { _ = srv.Serve(ln) })
 		defer srv.Close()
 

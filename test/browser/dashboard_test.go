@@ -27,7 +27,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}
-	d := startDaemon(t)
+	d := startDaemon(t, "")
 	p := openBrowser(t, 2*time.Minute)
 
 	// The page loads, follows the stream and shows Normal.

@@ -141,7 +141,7 @@ func TestDashboardWithoutFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}
-	d := startDaemon(t)
+	d := startDaemon(t, "")
 	p := openBrowser(t, time.Minute)
 	p.do("open the dashboard", chromedp.Navigate(d.srv.URL+"/"))
 	p.waitFor("the event stream is live and the samples are read", `document.getElementById('conn').dataset.state === 'live' &&

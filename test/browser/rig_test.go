@@ -56,16 +56,18 @@ type daemon struct {
 	ctrl *controller.Controller
 }
 
-func startDaemon(t *testing.T) *daemon {
+// startDaemon starts it with the default six-level table and no recovery
+// while the test runs; extra is more YAML for the config (such as
+// "mode: shadow"), or "".
+func startDaemon(t *testing.T, extra string) *daemon {
 	t.Helper()
-	// The default six-level table; no recovery while the test runs.
 	r := daemontest.Start(t, `
 data_dir: ""
 health_check_interval: 100ms
 minimum_level_duration: 1h
 auth: {token: "`+adminToken+`"}
 sse: {heartbeat: 1s}
-`, rig.Options{
+`+extra, rig.Options{
 		CPU:    &wave{base: 38, amp: 12, period: 90},
 		Memory: &wave{base: 52, amp: 3, period: 300},
 	})

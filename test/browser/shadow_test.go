@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	rig "github.com/degraded/degraded/internal/daemon"
-	"github.com/degraded/degraded/internal/daemon/daemontest"
 )
 
 // TestDashboardShowsShadowMode: a daemon in shadow mode, pinned at Major,
@@ -17,18 +15,7 @@ func TestDashboardShowsShadowMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}
-	r := daemontest.Start(t, `
-data_dir: ""
-mode: shadow
-health_check_interval: 100ms
-minimum_level_duration: 1h
-auth: {token: "`+adminToken+`"}
-sse: {heartbeat: 1s}
-`, rig.Options{
-		CPU:    &wave{base: 38, amp: 12, period: 90},
-		Memory: &wave{base: 52, amp: 3, period: 300},
-	})
-	d := &daemon{srv: r.Server, ctrl: r.Controller()}
+	d := startDaemon(t, "mode: shadow\n")
 	if code, body := d.call(t, "PUT", "/v1/override", `{"level":"Major","ttl":"1h","reason":"shadow test"}`, adminToken); code != http.StatusOK {
 		t.Fatalf("PUT /v1/override: %d %s", code, body)
 	}

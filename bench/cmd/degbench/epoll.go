@@ -146,6 +146,9 @@ func (e *epollSubs) feed(s *lineSub, b []byte) {
 		}
 		line := b[:i]
 		b = b[i+1:]
+		// A line whose start was skipped is long, however short its tail:
+		// read as empty it would end the event one read early.
+		long := s.skipping || i >= maxCarry
 		if s.skipping {
 			s.skipping = false
 			line = nil
@@ -153,7 +156,7 @@ func (e *epollSubs) feed(s *lineSub, b []byte) {
 			line = append(s.carry, line...)
 			s.carry = s.carry[:0]
 		}
-		e.line(s, bytes.TrimSuffix(line, []byte("\r")), i >= maxCarry)
+		e.line(s, bytes.TrimSuffix(line, []byte("\r")), long)
 	}
 }
 

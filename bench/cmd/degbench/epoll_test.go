@@ -81,3 +81,24 @@ func TestEpollSubsRedis(t *testing.T) {
 		}
 	}
 }
+
+// An event ends at its blank line, not at the short tail of a data line
+// whose start was skipped: the clock stops when the event is whole.
+func TestEpollSubsEventEndsAtItsBlankLine(t *testing.T) {
+	data := "data: " + `{"level":"Major","reason":"` + strings.Repeat("x", 200) + `"}`
+	head := "HTTP/1.1 200 OK\r\n\r\nid: 7\nevent: level\n"
+	var gotIn []int
+	read := 0
+	e := &epollSubs{kind: "sse",
+		got:  func(int, uint64, int64) { gotIn = append(gotIn, read) },
+		fail: func(_ int, err error) { t.Error(err) },
+	}
+	s := &lineSub{carry: make([]byte, 0, maxCarry)}
+	for i, c := range []string{head + data[:len(data)-10], data[len(data)-10:] + "\n", "\n"} {
+		read = i
+		e.feed(s, []byte(c))
+	}
+	if !slices.Equal(gotIn, []int{2}) {
+		t.Errorf("event reported in reads %v, want only in read 2, which holds its blank line", gotIn)
+	}
+}

@@ -146,14 +146,21 @@ func (c *Controller) expireFleet(now time.Time) []Transition {
 // (a pin replaces the level below it, a floor takes the max), the source
 // of the layer that set it, and the override deciding, if any.
 func (c *Controller) layered() (level int, source string, decider *Override, deciderIndex int) {
-	level, source = c.auto.Level, SourceAuto
-	if f := c.fleet.ovr; f != nil && (f.Mode == ModePin || c.fleet.index >= level) {
-		level, source, decider, deciderIndex = c.fleet.index, SourceFleet, &f.Override, c.fleet.index
+	var fleet, local *levels.Layer
+	if f := c.fleet.ovr; f != nil {
+		fleet = &levels.Layer{Index: c.fleet.index, Pin: f.Mode == ModePin}
 	}
-	if o := c.ovr; o != nil && (o.Mode == ModePin || c.ovrIndex >= level) {
-		level, source, decider, deciderIndex = c.ovrIndex, SourceOverride, o, c.ovrIndex
+	if o := c.ovr; o != nil {
+		local = &levels.Layer{Index: c.ovrIndex, Pin: o.Mode == ModePin}
 	}
-	return level, source, decider, deciderIndex
+	level, by := levels.Layered(c.auto.Level, fleet, local)
+	switch by {
+	case 1:
+		return level, SourceFleet, &c.fleet.ovr.Override, level
+	case 2:
+		return level, SourceOverride, c.ovr, level
+	}
+	return level, SourceAuto, nil, 0
 }
 
 // fleetState is the document's fleet object, nil when fleet mode is off.

@@ -44,8 +44,17 @@ func (c *Controller) recordLine(at time.Time, trigger string, st *State, counts 
 	l := levels.NewLine(at, trigger, st.Signals)
 	l.Window.LatencyCounts = counts
 	l.Published, l.Recommended, l.Source, l.JitterR = st.Level, st.Recommended, st.Source, st.JitterR
-	if o := st.Override; o != nil {
-		l.Override = &levels.LineOverride{Level: o.Level, Mode: string(o.Mode), Reason: o.Reason, SetAt: o.SetAt, ExpiresAt: o.ExpiresAt}
+	l.Override = lineOverride(st.Override)
+	if st.Fleet != nil && st.Fleet.Override != nil {
+		l.FleetOverride = lineOverride(&st.Fleet.Override.Override)
 	}
 	c.recorder.Record(l)
+}
+
+// lineOverride is o as a timeline line holds it; nil for nil.
+func lineOverride(o *Override) *levels.LineOverride {
+	if o == nil {
+		return nil
+	}
+	return &levels.LineOverride{Level: o.Level, Mode: string(o.Mode), Reason: o.Reason, SetAt: o.SetAt, ExpiresAt: o.ExpiresAt}
 }

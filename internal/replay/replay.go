@@ -132,19 +132,20 @@ func Run(o Options) (*Result, error) {
 }
 
 // engine is the replayed controller: the automatic level under the
-// candidate's rules, the recorded override layered over it.
+// candidate's rules, the recorded overrides layered over it.
 type engine struct {
 	table         *levels.Table
 	rules         levels.Rules
 	minThroughput int64
 	from, to      time.Time
 
-	started  bool
-	auto     levels.Auto
-	pub      int       // the replayed published level
-	since    time.Time // when pub last changed: the dwell clock
-	ovr      *levels.LineOverride
-	ovrIndex int
+	started bool
+	auto    levels.Auto
+	pub     int       // the replayed published level
+	since   time.Time // when pub last changed: the dwell clock
+	// fleet and local are the recorded fleet and local overrides, in
+	// the layers of DESIGN.md "Overrides in layers".
+	fleet, local layer
 
 	replayed, recorded *track
 	res                *Result
@@ -229,66 +230,77 @@ func (e *engine) inRange(at time.Time) bool {
 	return (e.from.IsZero() || !at.Before(e.from)) && (e.to.IsZero() || !at.After(e.to))
 }
 
-// override applies the change of the recorded override since the last
-// line, as the controller does: setting one hands the automatic level the
-// published one; ending one lets the automatic level take over from the
-// published level, keeping its dwell clock.
+// layer is one recorded override in force, and its level in the
+// candidate's table.
+type layer struct {
+	ovr   *levels.LineOverride
+	index int
+}
+
+// levels gives the layer to levels.Layered; nil when none is in force.
+func (y *layer) levels() *levels.Layer {
+	if y.ovr == nil {
+		return nil
+	}
+	return &levels.Layer{Index: y.index, Pin: y.ovr.Mode == "pin"}
+}
+
+// override applies the changes of the recorded overrides since the last
+// line, fleet then local, as the controller does.
 func (e *engine) override(l levels.Line) {
-	cur := l.Override
+	e.overrideLayer(l, &e.fleet, l.FleetOverride, "fleet override")
+	e.overrideLayer(l, &e.local, l.Override, "override")
+}
+
+// overrideLayer applies the change of one recorded override: the first
+// override to start hands the automatic level the published one; when the
+// last one ends, the automatic level takes over from the published level,
+// keeping its dwell clock.
+func (e *engine) overrideLayer(l levels.Line, y *layer, cur *levels.LineOverride, name string) {
+	index := y.index
 	if cur != nil {
 		i, err := e.table.Index(cur.Level)
 		if err != nil {
-			e.warn("override-"+cur.Level, fmt.Sprintf("the recording's override names %s, which the candidate has no level for: it is not replayed", cur.Level))
+			e.warn(name+"-"+cur.Level, fmt.Sprintf("the recording's %s names %s, which the candidate has no level for: it is not replayed", name, cur.Level))
 			cur = nil
 		} else {
-			e.ovrIndex = i
+			index = i
 		}
 	}
 	switch {
-	case e.ovr == nil && cur == nil:
+	case y.ovr == nil && cur == nil:
 		return
-	case e.ovr == nil:
-		e.auto.Level, e.auto.Since = e.pub, e.since
-		e.ovr = cur
-		e.publish(l.At, fmt.Sprintf("override set: %s %s: %s", cur.Mode, cur.Level, cur.Reason))
+	case y.ovr == nil:
+		if e.fleet.ovr == nil && e.local.ovr == nil {
+			e.auto.Level, e.auto.Since = e.pub, e.since
+		}
+		y.ovr, y.index = cur, index
+		e.publish(l.At, fmt.Sprintf("%s set: %s %s: %s", name, cur.Mode, cur.Level, cur.Reason))
 	case cur == nil:
-		reason := "override ended: " + e.ovr.Reason
-		r := e.draw(l) // as the controller does when an override ends
-		e.auto = levels.Auto{Level: e.pub, Since: e.since, Recommended: e.auto.Recommended, Seen: e.auto.Seen,
-			JitterR: r, NotBefore: l.At.Add(time.Duration(float64(e.rules.MinimumLevelDuration) * r))}
-		e.ovr = nil
+		reason := name + " ended: " + y.ovr.Reason
+		y.ovr = nil
+		if e.fleet.ovr == nil && e.local.ovr == nil {
+			r := e.draw(l) // as the controller does when an override ends
+			e.auto = levels.Auto{Level: e.pub, Since: e.since, Recommended: e.auto.Recommended, Seen: e.auto.Seen,
+				JitterR: r, NotBefore: l.At.Add(time.Duration(float64(e.rules.MinimumLevelDuration) * r))}
+		}
 		e.publish(l.At, reason)
-	case !cur.SetAt.Equal(e.ovr.SetAt) || cur.Level != e.ovr.Level || cur.Mode != e.ovr.Mode:
-		e.ovr = cur
-		e.publish(l.At, fmt.Sprintf("override set: %s %s: %s", cur.Mode, cur.Level, cur.Reason))
+	case !cur.SetAt.Equal(y.ovr.SetAt) || cur.Level != y.ovr.Level || cur.Mode != y.ovr.Mode:
+		y.ovr, y.index = cur, index
+		e.publish(l.At, fmt.Sprintf("%s set: %s %s: %s", name, cur.Mode, cur.Level, cur.Reason))
 	}
 }
 
 // publish moves the published level to what the automatic level and the
-// override give, recording a transition when it changes.
+// overrides give, recording a transition when it changes.
 func (e *engine) publish(at time.Time, reason string) {
-	next := e.auto.Level
-	switch {
-	case e.ovr == nil:
-	case e.ovr.Mode == "pin":
-		next = e.ovrIndex
-	default:
-		next = max(e.auto.Level, e.ovrIndex)
-	}
+	next, by := levels.Layered(e.auto.Level, e.fleet.levels(), e.local.levels())
 	if next == e.pub {
 		return
 	}
 	e.pub, e.since = next, at
-	e.replayed.set(at, e.table.Level(next).Name, e.source(), reason, e.inRange(at))
-}
-
-// source is the state document's source: override while the override
-// holds the level, else auto.
-func (e *engine) source() string {
-	if e.ovr != nil && (e.ovr.Mode == "pin" || e.ovrIndex >= e.auto.Level) {
-		return "override"
-	}
-	return "auto"
+	source := [...]string{"auto", "fleet", "override"}[by]
+	e.replayed.set(at, e.table.Level(next).Name, source, reason, e.inRange(at))
 }
 
 // dwellStart is the controller's: while the automatic level is the

@@ -63,10 +63,22 @@ func incident() []step {
 	return append(out, step{30, 20})
 }
 
+// during acts on the controller at second sec of the last step.
+type during func(t *testing.T, ctrl *controller.Controller, sec int)
+
+// pinHalfway pins Severe for 3s halfway through the incident's quiet end.
+func pinHalfway(t *testing.T, ctrl *controller.Controller, sec int) {
+	if sec == 10 {
+		if _, err := ctrl.SetOverride(controller.OverrideRequest{Level: "Severe", Mode: controller.ModePin, TTL: 3 * time.Second, Reason: "INC-7"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // record runs the controller of cfg through steps with the real recorder
-// and returns the timeline directory. An override pins Severe for 3s
-// halfway through the quiet end when pin is set.
-func record(t *testing.T, cfg *config.Config, steps []step, pin bool) string {
+// and returns the timeline directory; act, if not nil, runs at each
+// second of the last step.
+func record(t *testing.T, cfg *config.Config, steps []step, act during) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "timeline")
 	synctest.Test(t, func(t *testing.T) {
@@ -83,7 +95,8 @@ func record(t *testing.T, cfg *config.Config, steps []step, pin bool) string {
 		sampler.set(steps[0].cpu)
 		ctrl, err := controller.New(controller.Options{Table: table, HealthCheckInterval: cfg.HealthCheckInterval, MinimumLevelDuration: cfg.MinimumLevelDuration,
 			EscalationDelay: cfg.EscalationDelay, EscalateAfter: cfg.EscalateAfter, MinThroughput: cfg.MinThroughput, Hysteresis: cfg.Hysteresis,
-			BlindHold: cfg.BlindHold, CPU: sampler, Errors: win, ErrorWindow: cfg.ErrorRateWindow, Recorder: rec})
+			BlindHold: cfg.BlindHold, CPU: sampler, Errors: win, ErrorWindow: cfg.ErrorRateWindow, Recorder: rec,
+			Fleet: &controller.FleetInfo{Name: "shop", Instance: "a"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,10 +109,8 @@ func record(t *testing.T, cfg *config.Config, steps []step, pin bool) string {
 		for i, s := range steps {
 			sampler.set(s.cpu)
 			for sec := range s.seconds {
-				if pin && i == len(steps)-1 && sec == s.seconds/2 {
-					if _, err := ctrl.SetOverride(controller.OverrideRequest{Level: "Severe", Mode: controller.ModePin, TTL: 3 * time.Second, Reason: "INC-7"}); err != nil {
-						t.Fatal(err)
-					}
+				if act != nil && i == len(steps)-1 {
+					act(t, ctrl, sec)
 				}
 				time.Sleep(time.Second)
 			}
@@ -145,7 +156,7 @@ func replay(t *testing.T, cfg *config.Config, dir string) *Result {
 // override's included.
 func TestReplayReproducesTheRecording(t *testing.T) {
 	cfg := recorded(t)
-	dir := record(t, cfg, incident(), true)
+	dir := record(t, cfg, incident(), pinHalfway)
 	res := replay(t, cfg, dir)
 	if len(res.Recorded) < 3 {
 		t.Fatalf("the incident recorded only %v", res.Recorded)
@@ -165,11 +176,45 @@ func TestReplayReproducesTheRecording(t *testing.T) {
 	}
 }
 
+// TestReplayLayersTheFleetOverride: a fleet pin, a local floor above it
+// and their ends replay as the controller published them, auto -> fleet
+// -> local, with the fleet's source.
+func TestReplayLayersTheFleetOverride(t *testing.T) {
+	cfg := recorded(t)
+	dir := record(t, cfg, incident(), func(t *testing.T, ctrl *controller.Controller, sec int) {
+		now := time.Now()
+		switch sec {
+		case 2:
+			o := &controller.Override{Level: "Major", Mode: controller.ModePin, Reason: "INC-8", SetAt: now, ExpiresAt: now.Add(10 * time.Second)}
+			if _, err := ctrl.ApplyFleet(controller.FleetUpdate{Override: o, TTL: 10 * time.Second, Revision: 1}); err != nil {
+				t.Fatal(err)
+			}
+		case 5:
+			if _, err := ctrl.SetOverride(controller.OverrideRequest{Level: "Severe", Mode: controller.ModeFloor, TTL: 3 * time.Second, Reason: "INC-8 local"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	res := replay(t, cfg, dir)
+	if d := cmp.Diff(keys(res.Recorded), keys(res.Transitions)); d != "" {
+		t.Errorf("replay of the recorded config (-recorded +replayed):\n%s", d)
+	}
+	var sources []string
+	for _, tr := range res.Transitions {
+		sources = append(sources, tr.To+" by "+tr.Source)
+	}
+	for _, want := range []string{"Major by fleet", "Severe by override"} {
+		if !slices.Contains(sources, want) {
+			t.Errorf("replayed %v, want %q among them", sources, want)
+		}
+	}
+}
+
 // TestLowerThresholdMoreTimeAtLevel: a candidate whose Major threshold is
 // below the lulls' 50% spends more time at Major.
 func TestLowerThresholdMoreTimeAtLevel(t *testing.T) {
 	cfg := recorded(t)
-	dir := record(t, cfg, incident(), false)
+	dir := record(t, cfg, incident(), nil)
 	low := recorded(t)
 	low.Levels = append([]config.Level(nil), low.Levels...)
 	for i, th := range []float64{20, 35, 45} { // Minor, Moderate, Major cpu
@@ -187,7 +232,7 @@ func TestLowerThresholdMoreTimeAtLevel(t *testing.T) {
 // is a flap, more than under the recorded 5s dwell.
 func TestNoDwellCountsFlaps(t *testing.T) {
 	cfg := recorded(t)
-	dir := record(t, cfg, incident(), false)
+	dir := record(t, cfg, incident(), nil)
 	nodwell := recorded(t)
 	nodwell.MinimumLevelDuration = 0
 	res := replay(t, nodwell, dir)
@@ -308,7 +353,7 @@ func TestLatencyQuantileRecomputed(t *testing.T) {
 // is reported.
 func TestRange(t *testing.T) {
 	cfg := recorded(t)
-	dir := record(t, cfg, incident(), false)
+	dir := record(t, cfg, incident(), nil)
 	full := replay(t, cfg, dir)
 	if len(full.Transitions) < 2 {
 		t.Fatalf("transitions %v", full.Transitions)
@@ -350,7 +395,7 @@ func TestUnappliedKeysWarned(t *testing.T) {
 // TestTextReport: the text report shows both sides.
 func TestTextReport(t *testing.T) {
 	cfg := recorded(t)
-	res := replay(t, cfg, record(t, cfg, incident(), false))
+	res := replay(t, cfg, record(t, cfg, incident(), nil))
 	var b strings.Builder
 	if err := res.WriteText(&b, []string{"Normal", "Minor", "Moderate", "Major", "Severe", "Emergency"}); err != nil {
 		t.Fatal(err)

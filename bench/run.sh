@@ -2,7 +2,7 @@
 # bench/run.sh: every performance measurement of degraded, side by side with
 # its peers, then docs/performance.md rewritten from the results.
 #
-#   bench/run.sh            full run (about 10 minutes on 2 cores)
+#   bench/run.sh            full run (about 17 minutes on 2 cores)
 #   QUICK=1 bench/run.sh    one-iteration smoke (about 1 minute): writes
 #                           bench/results/quick/performance-quick.md, not the docs
 #

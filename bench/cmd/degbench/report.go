@@ -208,11 +208,12 @@ func (r *report) writeRecord(b *strings.Builder) {
 	p("\n## 2. Error recording\n\n")
 	p("`go test -bench BenchmarkRecord ./micro` (bench/micro/record_test.go), median of %d runs: one\n", r.microRun)
 	p("success recorded. `errwindow.Record` is `Window.Record(now, 1, 0)` on the daemon's window\n")
-	p("(1m, 6 buckets, a ring under one `sync.Mutex`); `client.Record` is what a service calls per\n")
+	p("(1m, 6 buckets, a ring under one `sync.Mutex`); `errwindow.RecordLatency` records one report with\n")
+	p("its 14 latency counts; `client.Record` is what a service calls per\n")
 	p("request (the daemon's window is fed by its batched reports). Ratio = row /\n")
 	p("`atomic.Int64.Add` (the parallel ones all contend on one counter, as the window does).\n\n")
 	p("| recorder | serial ns/op | parallel ns/op | allocs/op | serial ratio | parallel ratio |\n|---|---:|---:|---:|---:|---:|\n")
-	names := []string{"errwindow.Record", "prometheus.Counter.Add", "atomic.Int64.Add", "degraded.client.Record"}
+	names := []string{"errwindow.Record", "errwindow.RecordLatency", "prometheus.Counter.Add", "atomic.Int64.Add", "degraded.client.Record"}
 	base, _, _ := r.med("BenchmarkRecord/serial/atomic.Int64.Add")
 	pbase, _, _ := r.med("BenchmarkRecord/parallel/atomic.Int64.Add")
 	for _, n := range names {

@@ -93,7 +93,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("status: exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"Level     Minor (1 of 2): priority < 10 shed",
+		"Level     Minor (1 of 2): sheds priority below 10",
 		"Source    auto (recommended: Minor)", "Reason    error_rate 6.00% > 1% (Minor)",
 		"Override  none", "Disabled  recommendations",
 		"next level: Major", "error rate  6.00%", "> 10.00%", "(100 attempts, 6 failures in the window)",

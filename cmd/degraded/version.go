@@ -24,7 +24,7 @@ func olderGo(goVersion string) string {
 	if !version.IsValid(v) || version.Compare(v, toolchain) >= 0 {
 		return ""
 	}
-	return fmt.Sprintf("built with %s, older than %s (go.mod's toolchain line): rebuild with GOTOOLCHAIN=%s", v, toolchain, toolchain)
+	return fmt.Sprintf("built with %s, older than go.mod's toolchain %s: rebuild with GOTOOLCHAIN=%s", v, toolchain, toolchain)
 }
 
 // versionText is what `degraded version` prints, from the binary's build

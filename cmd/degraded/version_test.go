@@ -29,7 +29,7 @@ func TestVersionText(t *testing.T) {
 		}}, true, []string{"revision 0123abcd (modified)\n"}},
 		{"an older Go than the toolchain line", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, true, []string{
 			"built with go1.26.8\n",
-			"warning: built with go1.26.8, older than " + toolchain + " (go.mod's toolchain line): rebuild with GOTOOLCHAIN=" + toolchain + "\n",
+			"warning: built with go1.26.8, older than go.mod's toolchain " + toolchain + ": rebuild with GOTOOLCHAIN=" + toolchain + "\n",
 		}},
 	}
 	for _, tt := range tests {
@@ -127,7 +127,7 @@ func TestServeStartLine(t *testing.T) {
 		t.Fatalf("serve's start line %q, want %q", line, startLine("URL", runtime.Version()))
 	}
 	older := olderGo(runtime.Version()) != ""
-	if strings.Contains(line, "older than "+toolchain) != older || strings.Contains(errOut.String(), "older than "+toolchain) != older {
+	if strings.Contains(line, "older than go.mod's toolchain "+toolchain) != older || strings.Contains(errOut.String(), "older than go.mod's toolchain "+toolchain) != older {
 		t.Errorf("built with %s: the start line %q and the log should say it is older than %s: %v\n%s", runtime.Version(), line, toolchain, older, errOut.String())
 	}
 }

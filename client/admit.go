@@ -7,7 +7,7 @@ import (
 
 // Ticket is the decision about one request, made by Admit: whether it is
 // served, the level that decided, and, once served, where its outcome
-// goes. It is a small value (two words and a flag): pass it by value,
+// goes. It is a small value (two pointers and a flag): pass it by value,
 // keep it for the request's life, and call Done or Observe once when an
 // admitted request ends. The zero Ticket is not admitted and records
 // nothing. A Ticket may be used from any goroutine.

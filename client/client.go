@@ -95,8 +95,9 @@ func WithHTTPClient(h *http.Client) Option {
 
 // Client follows the daemon's level and answers admission questions from
 // memory. Create it with New and keep it running with Run. All methods are
-// safe for concurrent use; Allow and Feature are a lock-free atomic load
-// and never allocate. Without Run the client never contacts the daemon and
+// safe for concurrent use; Allow, Admit and Feature are a lock-free atomic
+// load and never allocate (Feature locks only in shadow mode while
+// FailClosed decides). Without Run the client never contacts the daemon and
 // the fail mode decides.
 type Client struct {
 	base        *url.URL

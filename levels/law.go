@@ -14,9 +14,19 @@ const (
 	// rest keeps the queue short enough for latency to stay low.
 	headroom = 0.95
 	// probeRate is how fast, per second, the capacity estimate grows while
-	// every signal is quiet (below half its lowest threshold) and the law
-	// is shedding: the capacity may have grown.
-	probeRate = 0.10
+	// every signal is quiet (below half its lowest threshold): the capacity
+	// was measured low (a transient, a dependency that has recovered) or
+	// has grown. Near the capacity a signal is not quiet, so the probe
+	// stops short of it.
+	probeRate = 0.5
+	// probeAfter is how long after the last overload the capacity it
+	// measured stands before a quiet service is probed for more; an idle
+	// one (every signal below a quarter of its lowest threshold) is probed
+	// at once.
+	probeAfter = 30 * time.Second
+	// probeReach is how far above the admitted load the probe may take
+	// the capacity estimate.
+	probeReach = 0.2
 	// stepMargin is the dead band at a band's edges: the law steps up a
 	// level only when the level below it would admit more than target x
 	// (1 + stepMargin), and down only when the level below fits within
@@ -59,6 +69,7 @@ type law struct {
 	// said of the load.
 	decidedAt time.Time
 	over      bool
+	overAt    time.Time // when fresh evidence last said overloaded
 	// changedAt is when the automatic admission (level or partial) last
 	// changed: reports judged before it are not evidence of it.
 	changedAt time.Time
@@ -71,6 +82,8 @@ type law struct {
 	// counts its offered load by priority.
 	sized   bool
 	offered map[int]float64
+	// fresh accumulates the reports judged wholly after changedAt.
+	fresh freshCounts
 }
 
 // decide updates the capacity and the target from fresh evidence.
@@ -82,12 +95,14 @@ func (l *law) decide(ev evidence, now time.Time) {
 	dt := min(now.Sub(l.decidedAt).Seconds(), 1)
 	switch {
 	case ev.over:
-		l.capacity, l.known = ev.success, true
+		l.capacity, l.known, l.overAt = ev.success, true, now
 	case !l.known:
 	case ev.admitted > l.capacity:
 		l.capacity = ev.admitted // it carried this much without overload
-	case ev.quiet && dt > 0:
-		l.capacity *= 1 + probeRate*dt
+	case ev.idle || ev.quiet && now.Sub(l.overAt) >= probeAfter:
+		// Probe, but no further than a step above what the service was seen
+		// to carry: a level that sheds most of the load cannot test more.
+		l.capacity = max(l.capacity, min(l.capacity*(1+probeRate*dt), ev.admitted*(1+probeReach)))
 	}
 	l.target = headroom * l.capacity
 	l.decidedAt, l.over = now, ev.over

@@ -73,6 +73,7 @@ func (m *Machine) Reconfigure(now time.Time, c Config, actor string, renewed []S
 		m.reason = reason
 		entries = append(entries, Entry{From: prev.Name, To: t.Level(m.pub).Name, Source: SourceConfig, Reason: reason, Actor: actor})
 	}
+	m.law.level = -1 // the table changed: every band is new
 	m.admit(now)
 	if len(entries) == 0 && (m.key() != before || len(changes) > 0) {
 		entries = append(entries, m.entry(SourceConfig, reason, actor))

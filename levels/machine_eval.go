@@ -48,7 +48,9 @@ func (m *Machine) Evaluate(in Input) Output {
 	if m.ready {
 		out.Entries = append(out.Entries, m.moveAuto(in, tick, ev)...)
 	}
-	m.admit(in.At)
+	if ev.fresh || m.auto.Level != m.law.level {
+		m.admit(in.At) // a new decision of the law, or a new band
+	}
 	return m.finish(out, before, beforePartial)
 }
 
@@ -88,6 +90,9 @@ func (m *Machine) moveAuto(in Input, tick bool, ev evidence) []Entry {
 
 // admit sets the automatic level's partial admission: the law's in
 // graduated mode (its open-loop estimate in shadow mode), none otherwise.
+// Evaluate calls it when the law decided on fresh evidence or the level
+// moved: between decisions the noise of the offered load does not move
+// the fraction.
 func (m *Machine) admit(now time.Time) {
 	var p *Partial
 	if m.cfg.graduated() && !m.cfg.Rules.ManualOnly {

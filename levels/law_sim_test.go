@@ -13,12 +13,12 @@ import (
 // next interval cut to 250ms), driving a machine in graduated mode: the
 // closed loop the admission law runs in, in fake time, with no I/O.
 type sim struct {
-	t        *testing.T
-	m        Machine
-	now      time.Time
-	rng      *rand.Rand
-	free     []time.Time // when each worker is free
-	pending  []completion
+	t       *testing.T
+	m       Machine
+	now     time.Time
+	rng     *rand.Rand
+	free    []time.Time // when each worker is free
+	pending []completion
 	// failRate is the share of admitted requests that fail whatever the
 	// load: a dependency failure.
 	failRate float64
@@ -54,7 +54,7 @@ const simStep = 10 * time.Millisecond
 func newSim(t *testing.T, tab *Table, offered map[int]float64) *sim {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s := &sim{t: t, now: t0, rng: rand.New(rand.NewPCG(1, 2)), offered: offered,
-		m: NewMachine(Config{Table: tab, Rules: Rules{MinimumLevelDuration: 10 * time.Second, Hysteresis: 0.1, MaxOverrideTTL: time.Hour, MinThroughput: 10}}, t0),
+		m:      NewMachine(Config{Table: tab, Rules: Rules{MinimumLevelDuration: 10 * time.Second, Hysteresis: 0.1, MaxOverrideTTL: time.Hour, MinThroughput: 10}}, t0),
 		counts: map[int]int64{}, start: t0, nextFlush: t0.Add(time.Second)}
 	s.m.Evaluate(Input{At: t0, Trigger: TriggerStart, Sample: s.sample()})
 	return s

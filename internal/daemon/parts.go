@@ -3,7 +3,6 @@ package daemon
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,21 +15,12 @@ import (
 	"github.com/degraded/degraded/signals"
 )
 
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.Level)) // validated by config
-	opts := &slog.HandlerOptions{Level: lvl}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // controllerOptions maps a config onto the controller's options; the
 // store, observer and logger are added by the caller. With the previous
 // config, samplers whose source and cgroup path did not change are kept,
-// so that a reload does not make them warm up again. commit puts the
-// sources in force once the options are (see sources).
+// and the error window when its span and buckets did not, so that a
+// reload does not make them warm up again. commit puts the sources and the
+// window in force once the controller took the options.
 func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (o controller.Options, commit func(), err error) {
 	machine, err := c.Machine()
 	if err != nil {
@@ -44,16 +34,24 @@ func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (o con
 	if err != nil {
 		return controller.Options{}, nil, err
 	}
-	sources, commit, err := d.sources(c, prev)
+	sources, commitSources, err := d.sources(c, prev)
 	if err != nil {
 		return controller.Options{}, nil, err
+	}
+	window, err := d.windowFor(c, prev)
+	if err != nil {
+		return controller.Options{}, nil, err
+	}
+	commit = func() {
+		commitSources()
+		d.windows.cur.Store(window)
 	}
 	return controller.Options{
 		Table:               machine.Table,
 		Rules:               machine.Rules,
 		Sources:             sources,
 		HealthCheckInterval: c.HealthCheckInterval,
-		Errors:              d.window,
+		Errors:              window,
 		ErrorWindow:         c.ErrorRateWindow,
 		CPU:                 cpu,
 		Memory:              mem,

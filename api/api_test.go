@@ -398,7 +398,7 @@ func TestBadInputs(t *testing.T) {
 }
 
 func TestOverrideAndAuth(t *testing.T) {
-	r := newRig(t, Deps{Reload: func() error { return nil }})
+	r := newRig(t, Deps{Reload: func(string) error { return nil }})
 	r.tokens.Store(&Tokens{Admin: "s3cret", Report: "rep"})
 	body := `{"level":"Major","mode":"floor","ttl":"15m","reason":"INC-42"}`
 	for _, tc := range []struct{ name, auth string }{{"none", ""}, {"wrong", "Bearer nope"}, {"report token", "Bearer rep"}, {"basic", "Basic s3cret"}} {
@@ -478,7 +478,7 @@ func TestLevelsAndProbes(t *testing.T) {
 
 func TestReload(t *testing.T) {
 	var calls atomic.Int64
-	r := newRig(t, Deps{Reload: func() error {
+	r := newRig(t, Deps{Reload: func(string) error {
 		if calls.Add(1) == 2 {
 			return errBadConfig
 		}

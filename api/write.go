@@ -214,9 +214,9 @@ func writeOverrideResult(w http.ResponseWriter, st *controller.State, err error)
 
 // handleReload re-reads the configuration; an invalid one is refused with
 // every problem and the old one stays in force.
-func handleReload(reload func() error, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		if err := reload(); err != nil {
+func handleReload(reload func(actor string) error, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := reload(actorOf(r)); err != nil {
 			log.Error("reload refused", "err", err)
 			writeError(w, http.StatusBadRequest, "config not reloaded: "+err.Error())
 			return

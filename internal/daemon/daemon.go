@@ -181,9 +181,11 @@ func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Optio
 
 // newHandler builds the HTTP API over the daemon's parts.
 func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
-	var reload func() error
+	var reload func(actor string) error
 	if d.load != nil {
-		reload = d.Reload
+		// The actor is the token's (POST /-/reload); it stops here until
+		// Reload and Controller.Reconfigure take one.
+		reload = func(string) error { return d.Reload() }
 	}
 	var tl api.Timeline
 	if d.recorder != nil {

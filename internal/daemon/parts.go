@@ -98,12 +98,22 @@ func (d *Daemon) sampler(c, prev *config.Config, src, prevSrc config.SignalSourc
 	return s, nil
 }
 
+// tokensOf reads the tokens of c, the token files' included (so a reload
+// picks up rotated secrets).
 func tokensOf(c *config.Config) (*api.Tokens, error) {
 	admin, err := c.AdminToken()
 	if err != nil {
 		return nil, err
 	}
-	return &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}, nil
+	ops, err := c.OperatorTokens()
+	if err != nil {
+		return nil, err
+	}
+	t := &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}
+	for _, o := range ops {
+		t.Operators = append(t.Operators, api.Operator{Name: o.Name, Token: o.Token})
+	}
+	return t, nil
 }
 
 func levelNames(o controller.Options) []string {

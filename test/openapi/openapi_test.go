@@ -290,7 +290,7 @@ func TestOpenAPI(t *testing.T) {
 	pushed := &signals.Pushed{}
 	pushed.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95"})
 	tl := &fakeTimeline{}
-	r := newRig(t, api.Deps{Timeline: tl, Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
+	r := newRig(t, api.Deps{Timeline: tl, Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func(string) error {
 		if badConfig.Load() {
 			return errBadConfig
 		}
@@ -521,7 +521,7 @@ func TestOpenAPI(t *testing.T) {
 
 	// Without an admin token, a Host that is not loopback, the listen host
 	// or allowed is 421 on every operation (DNS rebinding).
-	open := newRig(t, api.Deps{Reload: func() error { return nil }, Timeline: &fakeTimeline{}})
+	open := newRig(t, api.Deps{Reload: func(string) error { return nil }, Timeline: &fakeTimeline{}})
 	openSrv := httptest.NewServer(open.h)
 	defer openSrv.Close()
 	for path, item := range c.doc.Paths.Map() {

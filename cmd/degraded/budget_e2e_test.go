@@ -49,6 +49,11 @@ func dirBytes(t *testing.T, dir string) int64 {
 func (d *process) metric(t *testing.T, series string) float64 {
 	t.Helper()
 	_, body := d.request(t, "GET", "/metrics", "", "")
+	return sampleOf(body, series)
+}
+
+// sampleOf reads one sample of a /metrics body, 0 if it is absent.
+func sampleOf(body, series string) float64 {
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
 	if m == nil {
 		return 0

@@ -137,7 +137,7 @@ func TestTLSStreamsEndToEnd(t *testing.T) {
 	})
 	took := time.Since(last)
 	t.Logf("the stuck TLS subscriber was dropped %v after the last change", took)
-	if took > 3*time.Second {
+	if took > 5*time.Second { // about 1.25s: write_timeout and a check interval, with room for a loaded machine
 		t.Errorf("dropped %v after the last change, want about sse.write_timeout (1s)", took)
 	}
 	if got := metric("degraded_sse_subscribers"); got != 1 {

@@ -43,10 +43,9 @@ type Deps struct {
 	// Tokens returns the tokens in force. It is called on each request, so
 	// a reload that swaps them applies at once; nil means no tokens (open).
 	Tokens func() Tokens
-	// Reload re-reads the configuration on behalf of actor (the token's:
-	// an operator's name, "admin" or "anonymous"); nil makes POST
-	// /-/reload a 404.
-	// Its error, if any, is shown to the (authenticated) caller.
+	// Reload re-reads the configuration, for the actor the request's token
+	// names; nil makes POST /-/reload a 404. Its error, if any, is shown
+	// to the (authenticated) caller.
 	Reload func(actor string) error
 	// Gatherer serves /metrics; nil serves an empty registry.
 	Gatherer prometheus.Gatherer

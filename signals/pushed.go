@@ -117,6 +117,6 @@ func staleError(name levels.Signal, last time.Time, ttl time.Duration) error {
 		last.UTC().Format(time.RFC3339Nano), levels.FormatDuration(ttl))
 }
 
-// Instant marks Pushed as a source whose values change between health
-// checks: a pushed value is evaluated at once (controller.Instant).
-func (p *Pushed) Instant() {}
+// Instant reports that pushed values change between health checks: an
+// event-driven evaluation reads them again (controller.Source).
+func (p *Pushed) Instant() bool { return true }

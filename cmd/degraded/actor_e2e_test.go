@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // operatorsConfig is fastConfig with two operators beside the admin token:
@@ -28,8 +29,8 @@ auth:
 
 // TestWhoDidIt: against the real binary, every override change and reload
 // is recorded under who asked: the operator's name for their token,
-// "admin" for auth.token; a rotated token_file takes effect on SIGHUP; a
-// bad operator is refused at start, named.
+// "admin" for auth.token, "signal" for SIGHUP; a rotated token_file takes
+// effect on SIGHUP; a bad operator is refused at start, named.
 func TestWhoDidIt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -60,9 +61,20 @@ func TestWhoDidIt(t *testing.T) {
 	waitLog(t, d, "config reloaded")
 	change("DELETE", "alice-1", "", http.StatusUnauthorized)
 	change("DELETE", "alice-2", "", 200)
+	// A reload that switches the mode is a history entry: bob's by POST
+	// /-/reload, the signal's by SIGHUP.
+	writeConfig(t, dir, fmt.Sprintf(operatorsConfig, aliceFile)+"mode: shadow\n")
 	if resp, b := d.request(t, "POST", "/-/reload", "bob-secret", ""); resp.StatusCode != 200 {
 		t.Fatalf("POST /-/reload with bob's token: %d %s, want 200", resp.StatusCode, b)
 	}
+	writeConfig(t, dir, fmt.Sprintf(operatorsConfig, aliceFile))
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 10*time.Second, "the SIGHUP reload back to enforce", func() bool {
+		_, b := d.request(t, "GET", "/v1/level", "", "")
+		return !strings.Contains(b, `"shadow":true`)
+	})
 
 	_, body := d.request(t, "GET", "/v1/history", "", "")
 	var h struct {
@@ -75,12 +87,12 @@ func TestWhoDidIt(t *testing.T) {
 	}
 	var got []string
 	for _, tr := range h.Transitions {
-		if strings.HasPrefix(tr.Reason, "override") {
+		if strings.HasPrefix(tr.Reason, "override") || strings.Contains(tr.Reason, "mode ") {
 			got = append(got, tr.Actor)
 		}
 	}
-	if want := "alice admin bob.ops alice"; strings.Join(got, " ") != want { // newest first
-		t.Errorf("override entries' actors, newest first: %v, want %s\n%s", got, want, body)
+	if want := "signal bob.ops alice admin bob.ops alice"; strings.Join(got, " ") != want { // newest first
+		t.Errorf("the actors of the override and mode entries, newest first: %v, want %s\n%s", got, want, body)
 	}
 	if code := d.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d", code)

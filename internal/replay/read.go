@@ -139,7 +139,7 @@ func parse(b []byte, l *levels.Line, latest time.Time) bool {
 		return false
 	}
 	switch l.Trigger {
-	case levels.TriggerStart, levels.TriggerTick, levels.TriggerEvent, levels.TriggerReload:
+	case levels.TriggerStart, levels.TriggerTick, levels.TriggerEvent, levels.TriggerReload, levels.TriggerOverride, levels.TriggerFleet:
 		return true
 	}
 	return false

@@ -113,7 +113,7 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	opts.Observer, opts.Logger = d.metrics, d.log
 	if cfg.DataDir != "" {
 		d.recorder = timeline.New(timeline.Options{Dir: filepath.Join(cfg.DataDir, "timeline"), Settings: recordSettings(cfg),
-			Dropped: d.metrics.TimelineDropped, Logger: d.log})
+			Dropped: d.metrics.TimelineDropped, Logger: d.log, Reserve: stateReserve(cfg.DataDir)})
 		opts.Recorder = d.recorder
 	}
 	if err := d.openFleet(cfg, &opts); err != nil {

@@ -88,12 +88,22 @@ func (d *Daemon) sampler(c, prev *config.Config, src, prevSrc config.SignalSourc
 	return s, nil
 }
 
+// tokensOf reads the tokens of c, the token files' included (so a reload
+// picks up rotated secrets).
 func tokensOf(c *config.Config) (*api.Tokens, error) {
 	admin, err := c.AdminToken()
 	if err != nil {
 		return nil, err
 	}
-	return &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}, nil
+	ops, err := c.OperatorTokens()
+	if err != nil {
+		return nil, err
+	}
+	t := &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}
+	for _, o := range ops {
+		t.Operators = append(t.Operators, api.Operator{Name: o.Name, Token: o.Token})
+	}
+	return t, nil
 }
 
 func levelNames(o controller.Options) []string {
@@ -114,17 +124,19 @@ func listenHost(listen string) string {
 }
 
 // wrapListener enforces max_connections at accept and adds TLS when
-// configured.
+// configured: api's TLS listener, whose event streams the hub serves as it
+// serves plain ones, with a certificate whose files are re-read when they
+// change.
 func (d *Daemon) wrapListener(cfg *config.Config, ln net.Listener, maxConns int) (net.Listener, error) {
 	ln = api.LimitListener(ln, maxConns, d.rejected)
 	if !cfg.TLS.Enabled() {
 		return ln, nil
 	}
-	cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	certs, err := newCertFiles(cfg.TLS.CertFile, cfg.TLS.KeyFile, d.log)
 	if err != nil {
-		return nil, fmt.Errorf("load tls key pair: %w", err)
+		return nil, err
 	}
-	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+	return api.TLSListener(ln, &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}), nil
 }
 
 // openStore removes the temp files a crash left behind, checks that the

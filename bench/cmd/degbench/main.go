@@ -7,6 +7,7 @@
 //	degbench reaction -binary B                  failing outcomes posted -> SSE level event
 //	degbench idle     -binary B                  CPU and RSS with 100 subscribers, default config
 //	degbench fleet    -binary B -daemons 50      a fleet override through etcd -> every daemon's SSE event
+//	degbench overload -binary B [-quick]         a fixed-capacity service under overload, each system in front
 //	degbench report   -results DIR -out FILE     docs/performance.md from the results
 //
 // and, to find the causes of a missed target (not run by run.sh):
@@ -25,20 +26,22 @@ import (
 
 func main() {
 	cmds := map[string]func([]string) error{
-		"fanout":         fanoutCmd,
-		"scale":          scaleCmd,
-		"http":           httpCmd,
-		"bare":           bareCmd,
-		"subscribers":    subscribersCmd,
-		"profile-fanout": profileFanoutCmd,
-		"profile-http":   profileHTTPCmd,
-		"reaction":       reactionCmd,
-		"idle":           idleCmd,
-		"fleet":          fleetCmd,
-		"report":         reportCmd,
+		"fanout":           fanoutCmd,
+		"scale":            scaleCmd,
+		"http":             httpCmd,
+		"bare":             bareCmd,
+		"subscribers":      subscribersCmd,
+		"profile-fanout":   profileFanoutCmd,
+		"profile-http":     profileHTTPCmd,
+		"reaction":         reactionCmd,
+		"idle":             idleCmd,
+		"fleet":            fleetCmd,
+		"overload":         overloadCmd,
+		"overload-service": overloadServiceCmd,
+		"report":           reportCmd,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|fleet|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|fleet|overload|report [flags]")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

@@ -1,7 +1,7 @@
 // Command degbench runs the system-level measurements of bench/run.sh
 // against a real degraded binary on loopback, and writes the report:
 //
-//	degbench fanout   -binary B -redis-server R  10,000 SSE vs Redis pub/sub subscribers
+//	degbench fanout   -binary B -redis-server R  10,000 SSE vs Redis pub/sub subscribers vs a bare floor
 //	degbench scale    -binary B -sizes 1000,10000,19800  SSE subscribers up to the file limit
 //	degbench http     -binary B -wrk W           wrk on the daemon vs a bare net/http server
 //	degbench reaction -binary B                  failing outcomes posted -> SSE level event
@@ -37,6 +37,7 @@ func main() {
 		"idle":             idleCmd,
 		"fleet":            fleetCmd,
 		"overload":         overloadCmd,
+		"floor":            floorCmd,
 		"overload-service": overloadServiceCmd,
 		"report":           reportCmd,
 	}

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/degraded/degraded/controller"
 )
 
 type tokenKind int
@@ -46,6 +49,7 @@ func (s *server) requireToken(kind tokenKind, route string) func(http.Handler) h
 				// Report routes take the report token or the admin token.
 				want, also = tokens.Report, tokens.Admin
 			}
+			actor := controller.ActorAnonymous
 			if want != "" {
 				got, ok := bearer(r)
 				if !ok || !(tokenEqual(got, want) || also != "" && tokenEqual(got, also)) {
@@ -54,10 +58,23 @@ func (s *server) requireToken(kind tokenKind, route string) func(http.Handler) h
 					writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 					return
 				}
+				actor = "admin"
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
 		})
 	}
+}
+
+// actorKey is the request context's key of the actor requireToken found.
+type actorKey struct{}
+
+// actorOf names who made the request, for the history: "admin" for the
+// admin token, "anonymous" where no token is configured.
+func actorOf(r *http.Request) string {
+	if a, ok := r.Context().Value(actorKey{}).(string); ok {
+		return a
+	}
+	return controller.ActorAnonymous
 }
 
 // refused counts and, rate-limited, logs a request refused for its token.

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"testing"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // TestOutcomesWithFailuresEscalateAtOnce: POST /v1/outcomes hands a report
@@ -12,7 +14,7 @@ import (
 func TestOutcomesWithFailuresEscalateAtOnce(t *testing.T) {
 	calls := 0
 	var r *rig
-	r = newRig(t, Deps{Reported: func() { calls++; r.c.Reported() }})
+	r = newRig(t, Deps{Reported: func(rep levels.Report) { calls++; r.c.Reported(rep) }})
 	r.c.Check(context.Background())
 	if w := r.do("POST", "/v1/outcomes", `{"success":1000}`); w.Code != 202 || calls != 0 {
 		t.Fatalf("successes only: %d, %d calls; want 202 and no call", w.Code, calls)

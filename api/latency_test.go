@@ -136,7 +136,7 @@ func TestOutcomesWithLatencyCountsAreEvaluatedAtOnce(t *testing.T) {
 	}
 	r := newRig(t, Deps{})
 	reports := 0
-	h := NewServer(Deps{Controller: r.c, Outcomes: win, Reported: func() { reports++ }})
+	h := NewServer(Deps{Controller: r.c, Outcomes: win, Reported: func(levels.Report) { reports++ }})
 	for _, tc := range []struct {
 		body string
 		want int

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -75,10 +76,12 @@ type Deps struct {
 	// called on each such request, so a reload applies at once; nil allows
 	// none.
 	AllowedHosts func() []string
-	// Reported is called after an outcome report with failures reached
-	// the window, so that a burst escalates at once
-	// (controller.Controller.Reported); nil waits for the next tick.
-	Reported func()
+	// Reported is called after an outcome report reached the window (with
+	// its counts and admission object) and after a pushed value (with a
+	// zero Report), so that a burst escalates at once and the admission
+	// law sees every report (controller.Controller.Reported); nil waits
+	// for the next tick.
+	Reported func(levels.Report)
 	// Pusher takes PUT /v1/signals/{name}; nil makes it a 404.
 	Pusher Pusher
 	// Timeline serves GET /v1/timeline; nil (no data_dir) makes it a 404.

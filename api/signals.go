@@ -24,7 +24,7 @@ type signalBody struct {
 
 // handlePutSignal stores a pushed value and, like an outcome report, lets
 // it escalate at once.
-func handlePutSignal(p Pusher, reported func()) http.HandlerFunc {
+func handlePutSignal(p Pusher, reported func(levels.Report)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := chi.URLParam(r, "name")
 		var b signalBody
@@ -49,7 +49,7 @@ func handlePutSignal(p Pusher, reported func()) http.HandlerFunc {
 			return
 		}
 		if reported != nil {
-			reported()
+			reported(levels.Report{At: time.Now()})
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}

@@ -16,7 +16,7 @@ func TestPushedSignals(t *testing.T) {
 	p := &signals.Pushed{}
 	p.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95_from_prom"})
 	calls := 0
-	r := newRig(t, Deps{Pusher: p, Reported: func() { calls++ }})
+	r := newRig(t, Deps{Pusher: p, Reported: func(levels.Report) { calls++ }})
 	r.tokens.Store(&Tokens{Admin: "adm", Report: "rep"})
 	auth := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 	for _, tt := range []struct {

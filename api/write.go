@@ -10,6 +10,7 @@ import (
 
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/errwindow"
+	"github.com/degraded/degraded/levels"
 )
 
 // maxCount bounds each count of an outcome report.
@@ -33,6 +34,9 @@ type outcomesBody struct {
 	// WouldShed counts, by level name, requests a client in shadow mode
 	// admitted that enforcement would have shed.
 	WouldShed map[string]int64 `json:"would_shed"`
+	// Admission is the client's account of its admission decisions
+	// (admission.go); nil from a client that does not send it.
+	Admission *admissionBody `json:"admission"`
 }
 
 // latency checks "latency_counts" against the outcomes it describes:
@@ -57,7 +61,7 @@ func (b *outcomesBody) latency(success, failure int64) (counts [numLatencyCounts
 	return counts, ""
 }
 
-func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
+func handleOutcomes(o Outcomes, m *Metrics, reported func(levels.Report)) http.HandlerFunc {
 	lr, keepsLatency := o.(latencyRecorder)
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b outcomesBody
@@ -65,7 +69,7 @@ func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 			writeError(w, err.status, err.msg)
 			return
 		}
-		if b.Success == nil && b.Failure == nil && b.WouldShed == nil {
+		if b.Success == nil && b.Failure == nil && b.WouldShed == nil && b.Admission == nil {
 			writeError(w, http.StatusBadRequest, `body must have "success" and/or "failure"`)
 			return
 		}
@@ -83,6 +87,14 @@ func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, msg)
 			return
 		}
+		var adm *levels.Admission
+		if b.Admission != nil {
+			var msg string
+			if adm, msg = b.Admission.admission(); msg != "" {
+				writeError(w, http.StatusBadRequest, msg)
+				return
+			}
+		}
 		withLatency := b.LatencyCounts != nil
 		var latency [numLatencyCounts]int64
 		if withLatency {
@@ -92,15 +104,22 @@ func handleOutcomes(o Outcomes, m *Metrics, reported func()) http.HandlerFunc {
 				return
 			}
 		}
+		now := time.Now()
 		if withLatency && keepsLatency {
-			lr.RecordLatency(time.Now(), s, f, latency)
+			lr.RecordLatency(now, s, f, latency)
 		} else {
-			o.Record(time.Now(), s, f)
+			o.Record(now, s, f)
 		}
 		m.outcomes(s, f)
 		m.addWouldShed(b.WouldShed)
-		if reported != nil && (f > 0 || withLatency && s+f > 0) {
-			reported() // a burst of failures or slow requests may escalate at once
+		if reported != nil && (f > 0 || withLatency && s+f > 0 || adm != nil) {
+			// A burst of failures or slow requests may escalate at once, and
+			// the admission law reads every account of admission.
+			rep := levels.Report{At: now, Success: s, Failure: f, Admission: adm}
+			if withLatency {
+				rep.Latency = latency[:]
+			}
+			reported(rep)
 		}
 		writeAccepted(w, s+f)
 	}
@@ -148,7 +167,7 @@ func decodeOverride(w http.ResponseWriter, r *http.Request) (controller.Override
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("ttl must be a duration such as 15m (was %q)", b.TTL))
 		return controller.OverrideRequest{}, false
 	}
-	return controller.OverrideRequest{Level: b.Level, Mode: controller.Mode(b.Mode), TTL: ttl, Reason: b.Reason}, true
+	return controller.OverrideRequest{Level: b.Level, Mode: controller.Mode(b.Mode), TTL: ttl, Reason: b.Reason, Actor: actorOf(r)}, true
 }
 
 func handleGetOverride(c *controller.Controller) http.HandlerFunc {
@@ -173,8 +192,8 @@ func handleSetOverride(c *controller.Controller) http.HandlerFunc {
 }
 
 func handleClearOverride(c *controller.Controller) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		st, err := c.ClearOverride()
+	return func(w http.ResponseWriter, r *http.Request) {
+		st, err := c.ClearOverride(actorOf(r))
 		writeOverrideResult(w, st, err)
 	}
 }

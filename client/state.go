@@ -48,6 +48,9 @@ type State struct {
 	Sequence uint64 `json:"sequence"`
 	// Override is the operator's pin or floor; nil when none is active.
 	Override *Override `json:"override"`
+	// Partial is the graduated admission of the band just below
+	// PriorityThreshold; nil when none is published (see Partial).
+	Partial *Partial `json:"partial"`
 	// Shadow is true when the daemon runs in shadow mode: the level is
 	// published as usual, but Allow and Middleware admit everything and
 	// count what they would have shed, for the daemon's
@@ -71,6 +74,19 @@ type Override struct {
 	SetAt time.Time `json:"set_at"`
 	// ExpiresAt is when the override ends unless cleared before.
 	ExpiresAt time.Time `json:"expires_at"`
+	// Actor names who set it: an operator's name, "admin" or "anonymous".
+	Actor string `json:"actor"`
+}
+
+// Partial is the daemon's graduated admission of the band below the
+// level's threshold (admission.mode: graduated): a request whose priority
+// p is at least From and below the threshold is admitted with probability
+// Fraction.
+type Partial struct {
+	// From is the bottom of the band: the previous level's threshold.
+	From int `json:"from"`
+	// Fraction is the share of the band admitted, in (0, 1).
+	Fraction float64 `json:"fraction"`
 }
 
 // Signals are the measurements of the last health check. A nil value is
@@ -131,6 +147,7 @@ func (s State) clone() State {
 		s.EarliestRecoveryAt = &t
 	}
 	s.Override = clonePtr(s.Override)
+	s.Partial = clonePtr(s.Partial)
 	if s.Fleet != nil {
 		s.Fleet = clonePtr(s.Fleet)
 		s.Fleet.Override = clonePtr(s.Fleet.Override)

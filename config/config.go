@@ -69,6 +69,9 @@ type Config struct {
 	Log     Log     `koanf:"log"`
 	// Record configures the timeline recording.
 	Record Record `koanf:"record"`
+	// Admission says how a level's admission is decided (DESIGN.md
+	// "Overload control").
+	Admission Admission `koanf:"admission"`
 	// Fleet is fleet mode (config/fleet.go).
 	Fleet Fleet `koanf:"fleet"`
 	// Levels are the configured levels, least severe first, Normal excluded.
@@ -111,6 +114,24 @@ type SSE struct {
 	MaxSubscribers int `koanf:"max_subscribers"`
 	// WriteTimeout drops a subscriber whose write blocks this long.
 	WriteTimeout time.Duration `koanf:"write_timeout"`
+}
+
+// Admission modes: [AdmissionGraduated] (the default) and [AdmissionLevels].
+const (
+	// AdmissionGraduated admits part of the band below a level's priority
+	// threshold ("partial" in the state document), sized by a feedback law
+	// from the services' reports, so an overload sheds only what the
+	// service cannot carry.
+	AdmissionGraduated = "graduated"
+	// AdmissionLevels is the plain table rule: a request is admitted iff its
+	// priority is at least the level's threshold.
+	AdmissionLevels = "levels"
+)
+
+// Admission configures admission inside a level.
+type Admission struct {
+	// Mode is AdmissionGraduated or AdmissionLevels.
+	Mode string `koanf:"mode"`
 }
 
 // Log configures the daemon's logger.

@@ -73,6 +73,8 @@ func TestDefaultsMatchDesign(t *testing.T) {
 
 		Record: Record{Enabled: true, Retention: 168 * time.Hour, MaxBytes: 256 << 20},
 
+		Admission: Admission{Mode: "graduated"},
+
 		Fleet: Fleet{Prefix: "/degraded/", ErrorRateScope: "local",
 			Etcd: Etcd{Endpoints: []string{"http://127.0.0.1:2379"}, DialTimeout: 5 * time.Second}},
 		Levels: []Level{

@@ -64,6 +64,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	v.atLeast("max_override_ttl", c.MaxOverrideTTL, time.Second)
 	v.nonNegative("blind_hold", c.BlindHold)
 	v.oneOf("mode", c.Mode, "enforce", "shadow")
+	v.oneOf("admission.mode", c.Admission.Mode, AdmissionGraduated, AdmissionLevels)
 	if c.MaxConnections < 0 || (c.MaxConnections > 0 && c.MaxConnections < MinConnections) {
 		v.add("max_connections", fmt.Sprintf("must be 0 (RLIMIT_NOFILE - 64) or >= %d: 32 are kept for short requests and streams need the rest", MinConnections), c.MaxConnections)
 	}

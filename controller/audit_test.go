@@ -24,11 +24,11 @@ func TestAuditLog(t *testing.T) {
 		} // seq 2: override set, level unchanged
 		time.Sleep(31 * time.Second)
 		r.c.Check(ctx) // seq 3: expired
-		r.c.ClearOverride()
+		r.c.ClearOverride("alice")
 		if _, err := r.c.SetOverride(OverrideRequest{Level: "Emergency", Mode: ModeFloor, TTL: time.Minute, Reason: "INC-8"}); err != nil {
 			t.Fatal(err)
 		} // seq 4: floor lifts to Emergency
-		r.c.ClearOverride() // seq 5: cleared, stays Emergency
+		r.c.ClearOverride("alice") // seq 5: cleared, stays Emergency
 
 		type entry struct {
 			Seq                      uint64

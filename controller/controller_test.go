@@ -153,7 +153,7 @@ func floor(level string, ttl time.Duration) func(*Controller) error {
 }
 
 func clear(c *Controller) error {
-	_, err := c.ClearOverride()
+	_, err := c.ClearOverride("alice")
 	return err
 }
 

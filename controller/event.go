@@ -26,7 +26,7 @@ const eventSpacing = time.Millisecond
 // of the last evaluation, are folded into one evaluation a millisecond
 // later, on a timer that Run stops when it ends. It is safe for concurrent
 // use.
-func (c *Controller) Reported() {
+func (c *Controller) Reported(levels.Report) {
 	if c.eventDue.Swap(true) {
 		return // one evaluation is already due; it will read this report
 	}

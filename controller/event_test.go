@@ -19,7 +19,7 @@ func TestReportEscalatesAtOnce(t *testing.T) {
 		r.c.Check(context.Background())
 		sampled := r.c.Sampled()
 		r.errs.set(100, 15)
-		r.c.Reported()
+		r.c.Reported(levels.Report{})
 		st := r.c.State()
 		if st.Level != "Major" || st.Reason != "error_rate 15.00% > 10% (Major)" {
 			t.Fatalf("after a report of 15%% errors: %s %q, want Major at once", st.Level, st.Reason)
@@ -34,7 +34,7 @@ func TestReportEscalatesAtOnce(t *testing.T) {
 		}
 		r.errs.set(1000, 0)
 		time.Sleep(time.Hour)
-		r.c.Reported()
+		r.c.Reported(levels.Report{})
 		if got := r.c.State().Level; got != "Major" {
 			t.Fatalf("a healthy report: %s, want Major (events never recover)", got)
 		}
@@ -46,7 +46,7 @@ func TestReportRespectsEscalateAfter(t *testing.T) {
 		r := newRig(t, Options{EscalateAfter: 2})
 		r.c.Check(context.Background())
 		r.errs.set(100, 15)
-		r.c.Reported()
+		r.c.Reported(levels.Report{})
 		if got := r.c.State().Level; got != "Normal" {
 			t.Fatalf("escalate_after 2: %s after a report, want Normal (the ticks decide)", got)
 		}
@@ -59,10 +59,10 @@ func TestReportStormIsDebounced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, Options{})
 		r.c.Check(context.Background())
-		r.c.Reported() // evaluates now: nothing to do
+		r.c.Reported(levels.Report{}) // evaluates now: nothing to do
 		r.errs.set(100, 30)
 		for range 100 {
-			r.c.Reported() // within the millisecond: folded
+			r.c.Reported(levels.Report{}) // within the millisecond: folded
 		}
 		if got := r.c.State().Level; got != "Normal" {
 			t.Fatalf("within the millisecond: %s, want Normal until the folded evaluation", got)

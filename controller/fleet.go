@@ -43,6 +43,9 @@ type FleetUpdate struct {
 	TTL      time.Duration
 	Revision int64
 	Expired  bool
+	// Reset says etcd's revision went back (a restored or new cluster):
+	// the remembered revision is forgotten and this update is the truth.
+	Reset bool
 }
 
 // fleetLayer is the fleet override between the automatic level and the
@@ -199,11 +202,19 @@ func (c *Controller) restoreFleet(now time.Time, p *Persisted) {
 	c.fleet.ovr, c.fleet.index, c.fleet.ends = &o, idx, o.ExpiresAt
 }
 
-// FleetErrorRate is the fleet's error window (error_rate_scope: fleet):
-// the sums over the live instances' reported windows and how many
-// instances reported; ok is false when etcd cannot be reached.
+// FleetErrorRate is the fleet's error window (error_rate_scope: fleet).
 type FleetErrorRate interface {
-	ErrorRate() (attempts, failures int64, instances int, ok bool)
+	ErrorRate() FleetWindow
+}
+
+// FleetWindow is the fleet's error window as this instance last saw it:
+// the aggregate's sums over the live instances' windows and how many
+// instances they cover. Local, when set, says why the local window is used
+// instead ("fleet unreachable", "fleet aggregate stale").
+type FleetWindow struct {
+	Attempts, Failures int64
+	Instances          int
+	Local              string
 }
 
 // fleetWindow returns the window the error rate is computed from: the
@@ -213,11 +224,11 @@ func fleetWindow(fleet FleetErrorRate, sample *levels.Sample, attempts, failures
 	if fleet == nil {
 		return attempts, failures
 	}
-	fa, ff, n, ok := fleet.ErrorRate()
-	if !ok {
-		sample.ErrorRateNote = " (local: fleet unreachable)"
+	w := fleet.ErrorRate()
+	if w.Local != "" {
+		sample.ErrorRateNote = " (local: " + w.Local + ")"
 		return attempts, failures
 	}
-	sample.ErrorRateLabel, sample.ErrorRateNote = "fleet error_rate", fmt.Sprintf(" over %d instances", n)
-	return fa, ff
+	sample.ErrorRateLabel, sample.ErrorRateNote = "fleet error_rate", fmt.Sprintf(" over %d instances", w.Instances)
+	return w.Attempts, w.Failures
 }

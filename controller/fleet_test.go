@@ -252,8 +252,11 @@ type fakeFleetErrors struct {
 	ok                 bool
 }
 
-func (f *fakeFleetErrors) ErrorRate() (int64, int64, int, bool) {
-	return f.attempts, f.failures, f.instances, f.ok
+func (f *fakeFleetErrors) ErrorRate() FleetWindow {
+	if !f.ok {
+		return FleetWindow{Local: "fleet unreachable"}
+	}
+	return FleetWindow{Attempts: f.attempts, Failures: f.failures, Instances: f.instances}
 }
 
 func TestFleetErrorRate(t *testing.T) {

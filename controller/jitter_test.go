@@ -38,7 +38,7 @@ func TestRecoveryJitter(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Minute)
-		if _, err := r.c.ClearOverride(); err != nil {
+		if _, err := r.c.ClearOverride("alice"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Second)

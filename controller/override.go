@@ -22,6 +22,9 @@ type OverrideRequest struct {
 	Mode   Mode
 	TTL    time.Duration
 	Reason string
+	// Actor names who asks (see Override.Actor); "" is recorded as
+	// "anonymous".
+	Actor string
 }
 
 // SetOverride replaces any active override with r, effective at once, and
@@ -40,21 +43,27 @@ func (c *Controller) SetOverride(r OverrideRequest) (*State, error) {
 		c.auto.Level, c.auto.Since = c.pub, c.since
 	}
 	name := c.opts.Table.Level(idx).Name // the table's spelling: names match case-insensitively
-	c.ovr = &Override{Level: name, Mode: r.Mode, Reason: r.Reason, SetAt: now.UTC(), ExpiresAt: now.Add(r.TTL).UTC()}
+	actor := r.Actor
+	if actor == "" {
+		actor = ActorAnonymous
+	}
+	c.ovr = &Override{Level: name, Mode: r.Mode, Reason: r.Reason, SetAt: now.UTC(), ExpiresAt: now.Add(r.TTL).UTC(), Actor: actor}
 	c.ovrIndex = idx
 	c.ovrEnds = now.Add(r.TTL) // keeps the monotonic reading: wall-clock jumps don't move it
 	reason := fmt.Sprintf("override set: %s %s for %s: %s", r.Mode, name, r.TTL, r.Reason)
 	m, _ := c.commit(now, SourceOverride, reason, true)
+	m = c.byActor(m, actor)
 	st := c.publishLocked(now, SourceOverride, reason)
 	c.mu.Unlock()
 	return st, c.announce([]Transition{m}, true)
 }
 
-// ClearOverride ends the active override at once and returns the resulting
-// state; with no override active it changes nothing. Automatic control
+// ClearOverride ends the active override at once, by actor (see
+// Override.Actor), and returns the resulting state; with no override
+// active it changes nothing. Automatic control
 // resumes from the published level, keeping its dwell clock. Like
 // SetOverride, a failed save returns an error wrapping ErrNotSaved.
-func (c *Controller) ClearOverride() (*State, error) {
+func (c *Controller) ClearOverride(actor string) (*State, error) {
 	c.mu.Lock()
 	if c.ovr == nil {
 		st := c.state.Load()
@@ -62,7 +71,7 @@ func (c *Controller) ClearOverride() (*State, error) {
 		return st, nil
 	}
 	now := time.Now()
-	m := c.endOverride(now, "override cleared: "+c.ovr.Reason)
+	m := c.byActor(c.endOverride(now, "override cleared: "+c.ovr.Reason), actor)
 	st := c.publishLocked(now, SourceOverride, m.Reason)
 	c.mu.Unlock()
 	return st, c.announce([]Transition{m}, true)

@@ -50,7 +50,7 @@ func TestRecorderGetsOneLinePerEvaluation(t *testing.T) {
 		time.Sleep(10 * time.Second) // one tick
 		synctest.Wait()
 		errs.set(100, 15)
-		c.Reported() // an event: Major at once
+		c.Reported(levels.Report{}) // an event: Major at once
 		if _, err := c.SetOverride(OverrideRequest{Level: "Severe", Mode: ModePin, TTL: time.Hour, Reason: "INC-1"}); err != nil {
 			t.Fatal(err)
 		}

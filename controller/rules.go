@@ -108,11 +108,22 @@ func (c *Controller) commit(now time.Time, source, reason string, overrideChange
 func (c *Controller) record(now time.Time, from, source, reason string) Transition {
 	c.seq++
 	c.reason = reason
-	m := Transition{Sequence: c.seq, From: from, To: c.opts.Table.Level(c.pub).Name, Source: source, Reason: reason, At: now.UTC()}
+	m := Transition{Sequence: c.seq, From: from, To: c.opts.Table.Level(c.pub).Name, Source: source, Reason: reason, Actor: ActorDaemon, At: now.UTC()}
 	c.history = append(c.history, m)
 	if len(c.history) > HistoryLimit {
 		c.history = append(c.history[:0], c.history[len(c.history)-HistoryLimit:]...)
 	}
+	return m
+}
+
+// byActor names actor as the author of the newest history entry, m. c.mu
+// must be held.
+func (c *Controller) byActor(m Transition, actor string) Transition {
+	if actor == "" {
+		actor = ActorAnonymous
+	}
+	m.Actor = actor
+	c.history[len(c.history)-1].Actor = actor
 	return m
 }
 

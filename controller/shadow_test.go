@@ -52,7 +52,7 @@ func TestShadowModeSwitch(t *testing.T) {
 			if st.Shadow != sw.shadow || st.Sequence != before.Sequence+1 || st.Level != "Major" {
 				t.Errorf("after the switch: shadow %v seq %d level %s, want shadow %v seq %d Major", st.Shadow, st.Sequence, st.Level, sw.shadow, before.Sequence+1)
 			}
-			want := Transition{Sequence: st.Sequence, From: "Major", To: "Major", Source: SourceConfig, Reason: sw.reason, At: h[0].At}
+			want := Transition{Sequence: st.Sequence, From: "Major", To: "Major", Source: SourceConfig, Reason: sw.reason, Actor: ActorDaemon, At: h[0].At}
 			if len(h) != entries+1 || h[0] != want {
 				t.Errorf("history after the switch: %d entries, newest %+v; want %d, newest %+v", len(h), h[0], entries+1, want)
 			}

@@ -45,6 +45,9 @@ type State struct {
 	EarliestRecoveryAt *time.Time `json:"earliest_recovery_at"`
 	Sequence           uint64     `json:"sequence"`
 	Override           *Override  `json:"override"`
+	// Partial is the graduated admission of the band below the level's
+	// threshold (admission.mode: graduated); nil when none.
+	Partial *levels.Partial `json:"partial"`
 	// Shadow is true in shadow mode (config mode: shadow): the level is
 	// computed and published as usual, but readers admit everything and
 	// only count what they would have shed.
@@ -71,17 +74,34 @@ type Override struct {
 	Reason    string    `json:"reason"`
 	SetAt     time.Time `json:"set_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Actor names who set it: an operator's name, "admin" for auth.token,
+	// "anonymous" where no token is configured.
+	Actor string `json:"actor"`
 }
+
+// Actors of history entries that no request made.
+const (
+	// ActorDaemon: the daemon's own transitions (signals, expiry, config
+	// at start, restart).
+	ActorDaemon = "degraded"
+	// ActorSignal: a reload by SIGHUP.
+	ActorSignal = "signal"
+	// ActorAnonymous: a request where no token is configured.
+	ActorAnonymous = "anonymous"
+)
 
 // Transition is one entry of the history, the audit log: a change of the
 // published level, or an override being set, cleared or expiring.
 type Transition struct {
-	Sequence uint64    `json:"sequence"`
-	From     string    `json:"from"`
-	To       string    `json:"to"`
-	Source   string    `json:"source"`
-	Reason   string    `json:"reason"`
-	At       time.Time `json:"at"`
+	Sequence uint64 `json:"sequence"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Source   string `json:"source"`
+	Reason   string `json:"reason"`
+	// Actor names who made the change: see Override.Actor, ActorDaemon
+	// and ActorSignal.
+	Actor string    `json:"actor"`
+	At    time.Time `json:"at"`
 }
 
 // HistoryLimit is the number of transitions kept in memory and in the

@@ -275,7 +275,7 @@ func TestRemovedLevelMapsByPriority(t *testing.T) {
 		if st := r.c.State(); st.Level != "Major" || r.c.Table().Len() != 6 {
 			t.Fatalf("after the refused reload: %s with %d levels, want nothing changed", st.Level, r.c.Table().Len())
 		}
-		if _, err := r.c.ClearOverride(); err != nil {
+		if _, err := r.c.ClearOverride("alice"); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.c.Reconfigure(without("Major")); err != nil {

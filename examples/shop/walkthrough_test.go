@@ -229,7 +229,7 @@ func TestWalkthrough(t *testing.T) {
 		if page["also_bought"] != nil || page["products"] == nil {
 			t.Errorf("at Minor /products: %v, want products without also_bought", page)
 		}
-		if _, err := ctl.ClearOverride(); err != nil {
+		if _, err := ctl.ClearOverride("alice"); err != nil {
 			t.Fatal(err)
 		}
 

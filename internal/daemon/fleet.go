@@ -235,7 +235,18 @@ func (d *Daemon) fleetErrors(cfg *config.Config) controller.FleetErrorRate {
 	if d.fleet == nil || cfg.Fleet.ErrorRateScope != "fleet" {
 		return nil
 	}
-	return d.fleet.f
+	return fleetWindow{d.fleet.f}
 }
 
-var _ controller.FleetErrorRate = (*fleet.Fleet)(nil)
+// fleetWindow is the fleet member's error window as the controller reads it.
+type fleetWindow struct{ f *fleet.Fleet }
+
+var _ controller.FleetErrorRate = fleetWindow{}
+
+func (w fleetWindow) ErrorRate() controller.FleetWindow {
+	a, f, n, ok := w.f.ErrorRate()
+	if !ok {
+		return controller.FleetWindow{Local: "fleet unreachable"}
+	}
+	return controller.FleetWindow{Attempts: a, Failures: f, Instances: n}
+}

@@ -35,8 +35,10 @@ func fullState() controller.State {
 			Reason:    "INC-42",
 			SetAt:     at,
 			ExpiresAt: at.Add(time.Hour),
+			Actor:     "alice",
 		},
-		Shadow: true,
+		Partial: &levels.Partial{From: 30, Fraction: 0.25},
+		Shadow:  true,
 		Signals: levels.Sample{
 			Values: map[levels.Signal]float64{levels.CPU: 91.2, levels.Memory: 40.5, levels.ErrorRate: 12, levels.Latency: 812,
 				levels.CPUPressure: 45, levels.MemoryPressure: 3, levels.IOPressure: 7, "queue_depth": 1234},
@@ -52,7 +54,7 @@ func fullState() controller.State {
 		},
 		Fleet: &controller.FleetState{Name: "shop", Instance: "web-1", Connected: true,
 			Override: &controller.FleetOverride{Override: controller.Override{Level: "Major", Mode: controller.ModePin,
-				Reason: "INC-41", SetAt: at, ExpiresAt: at.Add(time.Hour)}, TTL: time.Hour, ModRevision: 17}},
+				Reason: "INC-41", SetAt: at, ExpiresAt: at.Add(time.Hour), Actor: "bob"}, TTL: time.Hour, ModRevision: 17}},
 		Blind:   true, // not published (json:"-"), set so that no field is left zero
 		JitterR: 0.05, // not published either
 	}

@@ -213,7 +213,7 @@ func runGroups(systems []string, sc scenarioSpec, budget float64) [][]string {
 	}
 	size := 1
 	if !sc.CPU && peak > 0 {
-		size = max(1, int(budget/peak))
+		size = int(max(1, min(budget/peak, float64(len(systems)))))
 	}
 	var out [][]string
 	for len(systems) > 0 {

@@ -68,10 +68,10 @@ func judgeOverload(res *overloadResult) []overloadCheck {
 				}
 				changes := levelChanges(run.Levels, st.Start, st.End)
 				if st.SettleSeconds < 0 {
-					add(checkFlaps, run.System, fmt.Sprintf("never settled; %d changes", len(changes)), false)
+					add(checkFlaps, run.System, "never settled; "+plural(len(changes), "level change"), false)
 				} else {
 					after := levelChanges(run.Levels, st.Start+st.SettleSeconds, st.End)
-					add(checkFlaps, run.System, fmt.Sprintf("settled at %.0f s, then %d changes", st.SettleSeconds, len(after)), atMostOnePerMinute(after))
+					add(checkFlaps, run.System, fmt.Sprintf("settled at %.0f s, then %s", st.SettleSeconds, plural(len(after), "change")), atMostOnePerMinute(after))
 				}
 				if overload && len(res.Levels) > 0 {
 					fit := fitLevel(res.Levels, ph.Rates, sc.Capacity)
@@ -90,6 +90,14 @@ func judgeOverload(res *overloadResult) []overloadCheck {
 		}
 	}
 	return out
+}
+
+// plural is "1 change", "2 changes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -304,6 +304,9 @@ func TestRunGroups(t *testing.T) {
 			t.Errorf("%s: %d groups, want %d", c.sc.Name, len(got), c.want)
 		}
 	}
+	if got := runGroups(sys, overloadScenarios(quickLengths, 800, 400)[1], math.Inf(1)); len(got) != 1 {
+		t.Errorf("an unbounded budget: %d groups, want 1", len(got))
+	}
 	if got := rotate([]string{"a", "b", "c"}, 4); strings.Join(got, "") != "bca" {
 		t.Errorf("rotate = %v", got)
 	}

@@ -274,6 +274,6 @@ func runSummary(sc scenarioSpec, run systemRun, binSeconds float64) string {
 		parts = append(parts, fmt.Sprintf("%s: offered %.0f/s, top ok %.1f%%, all ok %.1f%%, goodput %.0f/s",
 			sc.Phases[i].Name, p.OfferedRate, p.Class[0].OKPercent(), p.All.OKPercent(), p.GoodRate))
 	}
-	parts = append(parts, fmt.Sprintf("CPU s: generator %.1f, service %.1f, daemon %.1f", run.GeneratorCPU, run.ServiceCPU, run.DaemonCPU))
+	parts = append(parts, fmt.Sprintf("CPU s: generator %.1f, service %.1f, daemon %.1f, host %.1f", run.GeneratorCPU, run.ServiceCPU, run.DaemonCPU, run.HostCPU))
 	return strings.Join(parts, "; ")
 }

@@ -72,7 +72,11 @@ type systemRun struct {
 	// CPU seconds used during the load: by this process (the generator),
 	// the service and the daemon.
 	GeneratorCPU, ServiceCPU, DaemonCPU float64
-	Err                                 string `json:",omitempty"`
+	// HostCPU is what every process on the host used meanwhile (CPU
+	// seconds): beside the three above, what else ran (other runs at
+	// once, other users of the machine).
+	HostCPU float64
+	Err     string `json:",omitempty"`
 }
 
 // historyEntry is one line of the daemon's GET /v1/history.
@@ -171,11 +175,12 @@ func runSystem(env *runEnv, sc scenarioSpec, system string, seed uint64) (system
 	}
 	rec := newRecorder(sc.Phases, env.o.bin.Seconds(), slo)
 	gen := newLoadGen(u.Host, env.o.inflightCap, rec)
-	cpu0 := runCPU(svc, d)
+	cpu0, host0 := runCPU(svc, d), hostCPU()
 	gen.run(newArrivals(seed, sc.Phases), start)
 	run.Seconds = time.Since(start).Seconds()
-	cpu1 := runCPU(svc, d)
+	cpu1, host1 := runCPU(svc, d), hostCPU()
 	run.GeneratorCPU, run.ServiceCPU, run.DaemonCPU = cpu1[0]-cpu0[0], cpu1[1]-cpu0[1], cpu1[2]-cpu0[2]
+	run.HostCPU = host1 - host0
 	run.Bins = cloneBins(rec.bins)
 	run.P50Ms, run.P99Ms = rec.latencyQuantiles()
 	if follow != nil {
@@ -203,6 +208,26 @@ func runCPU(svc *serviceProcess, d *daemon) [3]float64 {
 		}
 	}
 	return out
+}
+
+// hostCPU is the CPU seconds every core has been busy since boot
+// (/proc/stat: all but idle, iowait and steal); 0 if unreadable.
+func hostCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy float64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || i == 3 || i == 4 || i >= 7 { // idle, iowait, steal; guest is in user already
+			continue
+		}
+		busy += n
+	}
+	return busy / clockTicks
 }
 
 // levelFollower reads the daemon's SSE stream into level points.

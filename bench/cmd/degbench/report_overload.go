@@ -175,9 +175,11 @@ func (r *report) writeOverloadScenario(b *strings.Builder, si int, sc scenarioRe
 	p("CPU used during each run (seconds): ")
 	var cpus []string
 	for _, run := range sc.Runs {
-		cpus = append(cpus, fmt.Sprintf("%s: generator %.1f, service %.1f, daemon %.1f over %.0f s", run.System, run.GeneratorCPU, run.ServiceCPU, run.DaemonCPU, run.Seconds))
+		cpus = append(cpus, fmt.Sprintf("%s: generator %.1f, service %.1f, daemon %.1f, the whole host %.1f over %.0f s",
+			run.System, run.GeneratorCPU, run.ServiceCPU, run.DaemonCPU, run.HostCPU, run.Seconds))
 	}
-	p("%s.\n\n</details>\n", strings.Join(cpus, "; "))
+	p("%s. The generator is one process for the systems that ran at once; the host's figure includes\n", strings.Join(cpus, "; "))
+	p("them and whatever else ran on the machine.\n\n</details>\n")
 }
 
 func pcts(v float64) string {

@@ -100,7 +100,9 @@ func admittedSeries(bins [][]classBin, rates []float64, binSeconds float64) []fl
 
 // settleIndex is the first second from which every second of series
 // stays within settleTolerance of the final value (the mean of the last
-// quarter, at least one second); -1 if none.
+// quarter, at least one second); -1 if none, or if that second is inside
+// the last quarter: a series that is within the tolerance only for a
+// moment at the end of the phase has not settled.
 func settleIndex(series []float64) int {
 	if len(series) == 0 {
 		return -1
@@ -117,6 +119,9 @@ func settleIndex(series []float64) int {
 			break
 		}
 		at = i
+	}
+	if at > 0 && at >= len(series)-n {
+		return -1
 	}
 	return at
 }

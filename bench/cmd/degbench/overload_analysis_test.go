@@ -34,6 +34,7 @@ func TestSettleIndex(t *testing.T) {
 		{"steady", []float64{100, 100, 100, 100}, 0},
 		{"a step then steady", []float64{500, 300, 100, 105, 95, 100, 100, 100}, 2},
 		{"cycling to the end", []float64{100, 500, 100, 500, 100, 500, 100, 500}, -1},
+		{"within only at the very end", []float64{100, 500, 100, 500, 100, 500, 300, 300}, -1},
 		{"everything shed", []float64{100, 50, 0, 0, 0, 0}, 2},
 		{"empty", nil, -1},
 	} {

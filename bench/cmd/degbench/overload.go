@@ -83,6 +83,8 @@ type overloadResult struct {
 type scenarioResult struct {
 	scenarioSpec
 	Runs []systemRun
+	// Groups are the systems that ran at once, in the order they ran.
+	Groups [][]string
 }
 
 var allSystems = []string{sysNone, sysFailsafe, sysAegis, sysLevels, sysGraduated}
@@ -180,7 +182,8 @@ func runScenario(env *runEnv, sc scenarioSpec, systems []string, res *overloadRe
 	systems = slices.DeleteFunc(slices.Clone(systems), func(s string) bool {
 		return s == sysAegis && !sc.CPU // BBR sheds by CPU: the CPU-bound variant only
 	})
-	for _, group := range runGroups(systems, sc, env.o.concurrentRate) {
+	out.Groups = runGroups(systems, sc, env.o.concurrentRate)
+	for _, group := range out.Groups {
 		fmt.Fprintf(os.Stderr, "overload: %s, %s (%.0fs)\n", sc.Name, strings.Join(group, " + "), sc.Seconds())
 		runs := make([]systemRun, len(group))
 		errs := make([]error, len(group))

@@ -26,6 +26,10 @@ type Tokens struct {
 	Admin string
 	// Report protects POST /v1/outcomes and PUT /v1/signals/{name}.
 	Report string
+	// Operators are named admin tokens (auth.operators): each works
+	// wherever Admin does, and a change made with one is recorded under
+	// its name.
+	Operators []Operator
 }
 
 // Deps is everything NewServer needs. Zero fields take the documented
@@ -39,9 +43,10 @@ type Deps struct {
 	// Tokens returns the tokens in force. It is called on each request, so
 	// a reload that swaps them applies at once; nil means no tokens (open).
 	Tokens func() Tokens
-	// Reload re-reads the configuration; nil makes POST /-/reload a 404.
-	// Its error, if any, is shown to the (authenticated) caller.
-	Reload func() error
+	// Reload re-reads the configuration, for the actor the request's token
+	// names; nil makes POST /-/reload a 404. Its error, if any, is shown
+	// to the (authenticated) caller.
+	Reload func(actor string) error
 	// Gatherer serves /metrics; nil serves an empty registry.
 	Gatherer prometheus.Gatherer
 	// Metrics counts outcomes and subscribers; nil counts nothing.

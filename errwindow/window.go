@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
-// MaxBuckets is the largest accepted [Options.Buckets]
+// MaxBuckets is the largest accepted [Options.Buckets] (levels.MaxWindowBuckets)
 // (config error_rate_window_buckets).
-const MaxBuckets = 10000
+const MaxBuckets = levels.MaxWindowBuckets
 
 // MinBucketWidth is the narrowest accepted bucket, Window/Buckets.
-const MinBucketWidth = time.Millisecond
+const MinBucketWidth = levels.MinWindowBucket
 
 // Options configures a [Window]. There are no defaults: both fields must be
 // set, and [New] rejects values the config validation would reject.
@@ -96,7 +98,7 @@ func (w *Window) Record(now time.Time, success, failure int64) {
 }
 
 // RecordLatency is Record plus the report's latency counts: latency[i] is
-// how many of the requests took at most LatencyBounds()[i] ms (and more
+// how many of the requests took at most levels.LatencyBounds()[i] ms (and more
 // than the bound before it). The outcomes and the latencies land in the
 // same bucket under one lock, so a late record is dropped or kept whole,
 // exactly as Record's. A negative count is ignored (treated as zero). The

@@ -51,10 +51,11 @@ type Options struct {
 // methods are safe for concurrent use.
 type Daemon struct {
 	log      *slog.Logger
+	logs     *logs // d.log's level and format, for a reload
 	ctrl     *controller.Controller
 	metrics  *api.Metrics
 	registry *prometheus.Registry
-	window   *errwindow.Window
+	windows  windows // the error window in force (windows.go)
 	handler  http.Handler
 	ln       net.Listener
 	load     Loader
@@ -89,16 +90,13 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	d := &Daemon{log: newLogger(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}, pushed: &signals.Pushed{}}
+	d := &Daemon{logs: newLogs(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}, pushed: &signals.Pushed{}}
+	d.log = d.logs.log
 	d.override.cpu, d.override.memory = o.CPU, o.Memory
 	d.cfg.Store(cfg)
 	d.bound = cfg.Listen
 	if o.Listener != nil {
 		d.bound = o.Listener.Addr().String()
-	}
-	var err error
-	if d.window, err = errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets}); err != nil {
-		return nil, err
 	}
 	opts, commit, err := d.controllerOptions(cfg, nil)
 	if err != nil {
@@ -115,7 +113,7 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	opts.Observer, opts.Logger = d.metrics, d.log
 	if cfg.DataDir != "" {
 		d.recorder = timeline.New(timeline.Options{Dir: filepath.Join(cfg.DataDir, "timeline"), Settings: recordSettings(cfg),
-			Dropped: d.metrics.TimelineDropped, Logger: d.log})
+			Dropped: d.metrics.TimelineDropped, Logger: d.log, Reserve: stateReserve(cfg.DataDir)})
 		opts.Recorder = d.recorder
 	}
 	if err := d.openFleet(cfg, &opts); err != nil {
@@ -147,12 +145,11 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 // openState opens the store (the data_dir's state file unless o.Store is
 // set) and builds the controller from it.
 func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Options) error {
-	var file *controller.FileStore
 	switch {
 	case o.Store != nil:
 		opts.Store = o.Store
 	case cfg.DataDir != "":
-		file = &controller.FileStore{Dir: cfg.DataDir}
+		file := &controller.FileStore{Dir: cfg.DataDir}
 		unlock, err := file.Lock()
 		if err != nil {
 			return err
@@ -161,7 +158,7 @@ func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Optio
 		if err := openStore(file, o.ResetState, d.log); err != nil {
 			return err
 		}
-		opts.Store = observedStore{file, d.metrics}
+		opts.Store = recoveryLogged{file, d}
 	}
 	d.opts = *opts
 	var err error
@@ -172,16 +169,28 @@ func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Optio
 	if err != nil {
 		return err
 	}
-	if file != nil && file.Recovered() != nil {
-		d.log.Error("state.json was damaged; resumed from state.json.prev", "err", file.Recovered())
-		d.metrics.StateRecovered()
-	}
 	return nil
+}
+
+// recoveryLogged is the state file, whose fall back to state.json.prev at
+// Load is logged and counted (degraded_state_recovered).
+type recoveryLogged struct {
+	*controller.FileStore
+	d *Daemon
+}
+
+func (s recoveryLogged) Load() (*controller.Persisted, bool, error) {
+	p, fromPrev, err := s.FileStore.Load()
+	if fromPrev {
+		s.d.log.Error("state.json was damaged or missing; resumed from state.json.prev, and republished above the reserved sequence ceiling", "path", s.Path())
+		s.d.metrics.StateRecovered()
+	}
+	return p, fromPrev, err
 }
 
 // newHandler builds the HTTP API over the daemon's parts.
 func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
-	var reload func() error
+	var reload func(actor string) error
 	if d.load != nil {
 		reload = d.Reload
 	}
@@ -191,7 +200,7 @@ func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
 	}
 	return api.NewServer(api.Deps{
 		Controller:     d.ctrl,
-		Outcomes:       d.window,
+		Outcomes:       &d.windows,
 		Reported:       d.ctrl.Reported,
 		Pusher:         d.pushed,
 		Timeline:       tl,
@@ -217,8 +226,9 @@ func (d *Daemon) Handler() http.Handler { return d.handler }
 // Controller returns the daemon's controller, for test rigs and tools.
 func (d *Daemon) Controller() *controller.Controller { return d.ctrl }
 
-// Window returns the daemon's error window, for test rigs and tools.
-func (d *Daemon) Window() *errwindow.Window { return d.window }
+// Window returns the daemon's error window in force, for test rigs and
+// tools (a reload that changes its span or buckets replaces it).
+func (d *Daemon) Window() *errwindow.Window { return d.windows.cur.Load() }
 
 // Logger returns the daemon's logger.
 func (d *Daemon) Logger() *slog.Logger { return d.log }

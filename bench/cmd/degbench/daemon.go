@@ -85,7 +85,8 @@ func startDaemon(binary, config string) (*daemon, error) {
 	}
 }
 
-// stop ends the daemon with SIGTERM (SIGKILL after 10s) and removes its files.
+// stop ends the daemon with SIGTERM (SIGKILL after 10s) and removes its
+// files, or moves them into $DEGBENCH_KEEP when it is set.
 func (d *daemon) stop() {
 	_ = d.cmd.Process.Signal(os.Interrupt)
 	exited := make(chan struct{})
@@ -95,6 +96,14 @@ func (d *daemon) stop() {
 	case <-time.After(10 * time.Second):
 		_ = d.cmd.Process.Kill()
 		<-exited
+	}
+	if keep := os.Getenv("DEGBENCH_KEEP"); keep != "" {
+		// For looking at a run afterwards: the daemon's state and timeline.
+		dst := filepath.Join(keep, filepath.Base(d.dir))
+		if err := os.Rename(d.dir, dst); err == nil {
+			fmt.Fprintf(os.Stderr, "degbench: kept the daemon's files in %s\n", dst)
+			return
+		}
 	}
 	os.RemoveAll(d.dir)
 }

@@ -46,7 +46,7 @@ func TestSettleIndex(t *testing.T) {
 
 func TestPhaseStats(t *testing.T) {
 	// 8 s at 1000/s offered against 800/s: the gate admits everything for
-	// 3 s, then only p100 and p60 (300/s).
+	// 3 s, then only p100 and p60 (200/s).
 	rates := mixRates(1000, 1)
 	var rows [][][2]int64
 	for s := range 8 {
@@ -65,8 +65,8 @@ func TestPhaseStats(t *testing.T) {
 	if st.From != 2 || st.OfferedRate != 1000 || st.All.Offered != 6000 {
 		t.Errorf("judged from %v s at %v/s (%d offered), want from 2 s at 1000/s, 6000 offered", st.From, st.OfferedRate, st.All.Offered)
 	}
-	// Good: 1000 in the 3rd second, then 300/s for 5 s: 2500 over 6 s.
-	if want := 2500.0 / 6 / 800 * 100; math.Abs(st.GoodputPercent-want) > 1e-9 {
+	// Good: 1000 in the 3rd second, then 200/s for 5 s: 2000 over 6 s.
+	if want := 2000.0 / 6 / 800 * 100; math.Abs(st.GoodputPercent-want) > 1e-9 {
 		t.Errorf("goodput %v%%, want %v%% (successes in the SLO per second / min(offered, capacity))", st.GoodputPercent, want)
 	}
 	if st.SettleSeconds != 3 {
@@ -135,11 +135,11 @@ func TestFitLevel(t *testing.T) {
 		want  int
 	}{
 		{"0.5x", mixRates(800, 0.5), 0},
-		{"1.6x: p100+p60+p40 = 768", mixRates(800, 1.6), 2},
-		{"3x: p100+p60 = 720", mixRates(800, 3), 3},
-		{"10x: p100 = 800", mixRates(800, 10), 4},
-		{"spike: Minor admits p10", spikeRates(800, 0.8, 12), 2},
-		{"20x: nothing fits", mixRates(800, 20), 5},
+		{"1.6x: p100+p60+p40 = 640", mixRates(800, 1.6), 2},
+		{"3x: p100+p60 = 480", mixRates(800, 3), 3},
+		{"10x: p100 = 400", mixRates(800, 10), 4},
+		{"spike: Moderate sheds p10", spikeRates(800, 0.8, 12), 2},
+		{"40x: nothing fits", mixRates(800, 40), 5},
 	} {
 		if got := fitLevel(latencyTable, c.rates, 800); got != c.want {
 			t.Errorf("%s: fitLevel = %d, want %d", c.name, got, c.want)

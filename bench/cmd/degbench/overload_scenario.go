@@ -7,10 +7,13 @@ import (
 
 // The classes of the offered load: priority (X-Priority) and share of
 // the requests. failsafe-go sees them as very high, high, medium, low.
+// The top class is 5% of the load: at 10x, 10% would offer the top class
+// alone at exactly the service's capacity, which no admission policy can
+// serve within the queue bound (DESIGN asks 99.5% of it at 10x).
 var overloadClasses = []struct {
 	Priority int
 	Share    float64
-}{{100, 0.10}, {60, 0.20}, {40, 0.30}, {10, 0.40}}
+}{{100, 0.05}, {60, 0.15}, {40, 0.30}, {10, 0.50}}
 
 // judgeAfter is how long after its start a phase is judged from
 // (DESIGN.md: "judged over each overload phase from 2 s after its start").

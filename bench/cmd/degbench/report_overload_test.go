@@ -39,7 +39,7 @@ func syntheticOverload() *overloadResult {
 	none.System = sysNone
 	fs := mk(func(p, c int) float64 {
 		if p == 1 {
-			return []float64{0.996, 0.9, 0.1, 0}[c]
+			return []float64{1, 0.9, 0.1, 0}[c]
 		}
 		return 1
 	})
@@ -54,7 +54,7 @@ func syntheticOverload() *overloadResult {
 	dg.Levels = []levelPoint{{At: -0.2, Index: 0, Level: "Normal"}, {At: 3.5, Index: 5, Level: "Emergency"}, {At: 6, Index: 3, Level: "Major", HasPartial: true, Partial: &partialAdmission{30, 0.4}}}
 	return &overloadResult{
 		Workers: 8, ServiceMs: 10, QueueWaitMs: 400, BinSeconds: 0.25, InflightCap: 4000,
-		Classes: []int{100, 60, 40, 10}, Shares: []float64{.1, .2, .3, .4}, Levels: latencyTable,
+		Classes: []int{100, 60, 40, 10}, Shares: []float64{.05, .15, .3, .5}, Levels: latencyTable,
 		Scenarios: []scenarioResult{{scenarioSpec: sc, Runs: []systemRun{none, fs, dg}}},
 	}
 }
@@ -107,7 +107,7 @@ func TestJudgeOverload(t *testing.T) {
 	}
 	for k, want := range map[string]bool{
 		checkTop + " / " + sysNone:           false, // 28%
-		checkTop + " / " + sysFailsafe:       true,  // 99.6%
+		checkTop + " / " + sysFailsafe:       true,  // 100%
 		checkTop + " / " + sysGraduated:      true,
 		checkGoodput + " / " + sysNone:       false,
 		checkInversion + " / " + sysFailsafe: true,

@@ -23,26 +23,50 @@ const maxReporters = 256
 const offeredTau = 2 * time.Second
 
 // reporter is what the law remembers of one client: the requests it was
-// offered by priority and the time they cover, both decayed (offeredTau).
-// It is a value: a new report makes a new one.
+// offered by priority and the time they cover, both decayed (offeredTau),
+// and its last report's rates when that report covered at least
+// minRateSpan. It is a value: a new report makes a new one.
 type reporter struct {
 	at      time.Time
 	ttl     time.Duration
 	counts  map[int]float64
 	seconds float64
+	last    map[int]float64
 }
+
+// minRateSpan is the shortest report whose rates the law reads on their
+// own: a client's interval cut short by a change of state (250ms) is too
+// noisy. minJudgeSpan is the shortest span of fresh reports the law judges.
+const (
+	minRateSpan  = 500 * time.Millisecond
+	minJudgeSpan = 200 * time.Millisecond
+)
 
 // with is the reporter after a report of counts over seconds.
 func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, seconds float64) reporter {
 	w := math.Exp(-seconds / offeredTau.Seconds())
-	n := reporter{at: at, ttl: ttl, counts: make(map[int]float64, max(len(r.counts), len(counts))), seconds: r.seconds*w + seconds}
+	n := reporter{at: at, ttl: ttl, counts: make(map[int]float64, max(len(r.counts), len(counts))), seconds: r.seconds*w + seconds, last: r.last}
 	for p, c := range r.counts {
 		n.counts[p] = c * w
 	}
 	for p, c := range counts {
 		n.counts[p] += float64(c)
 	}
+	if seconds >= minRateSpan.Seconds() {
+		n.last = make(map[int]float64, len(counts))
+		for p, c := range counts {
+			n.last[p] = float64(c) / seconds
+		}
+	}
 	return n
+}
+
+// rate is the reporter's offered load at priority p: the higher of its
+// decayed average and its last report's rate, so that a load that just
+// grew is read at once (the law sheds more, never less, while the average
+// catches up).
+func (r reporter) rate(p int) float64 {
+	return max(r.counts[p]/r.seconds, r.last[p])
 }
 
 // freshSpan bounds the fresh evidence the law accumulates: once the
@@ -63,18 +87,16 @@ type evidence struct {
 	// enough to judge: min_throughput) say something of the load; the
 	// rest is read from them only.
 	fresh bool
-	// over says the service is overloaded: a fresh latency or failure
-	// ratio above the lowest threshold of its signal, or a sampled signal
-	// (cpu, memory, pressure, custom) above its lowest threshold. quiet
-	// says every such signal is below half the threshold, idle below a
-	// quarter.
-	over, quiet, idle bool
-	// success and admitted are the fresh reports' completions and
-	// admitted requests per second; seconds the time they cover.
-	success, admitted float64
-	seconds           float64
-	// why names what made over true, for reasons.
-	why string
+	// The verdict on the load: over says the service is overloaded, a
+	// fresh latency or failure ratio above the lowest threshold of its
+	// signal, or a sampled signal (cpu, memory, pressure, custom) above its
+	// lowest threshold.
+	verdict
+	// success and admitted are the fresh reports' successes and
+	// completions (successes and failures) per second, demand the requests
+	// the clients admitted per second; seconds the time they cover.
+	success, admitted, demand float64
+	seconds                   float64
 }
 
 // observe takes an evaluation's reports into the reporters and returns
@@ -115,18 +137,18 @@ func (l *law) observe(c Config, in Input) evidence {
 	var observed float64
 	for _, rep := range l.reporters {
 		for p, n := range rep.counts {
-			ev.offered[p] += n / rep.seconds
+			ev.offered[p] += rep.rate(p)
 			observed += n
 		}
 	}
 	ev.sized = observed > 0 && observed >= float64(c.Rules.MinThroughput)
 	l.fresh = fresh
-	if span := fresh.span(); span > 0 {
-		var judged bool
-		ev.over, ev.quiet, ev.idle, judged, ev.why = load(c, in.Sample, fresh)
-		if judged {
+	if span := fresh.span(); span >= minJudgeSpan.Seconds() {
+		ev.verdict = load(c, in.Sample, fresh)
+		if ev.judged {
 			ev.fresh = true
-			ev.success, ev.admitted, ev.seconds = fresh.success/span, (fresh.success+fresh.failure)/span, span
+			ev.success, ev.admitted, ev.demand, ev.seconds = fresh.success/span, (fresh.success+fresh.failure)/span, fresh.demand/span, span
+			l.fresh = freshCounts{} // judged: the next decision rests on new reports
 		}
 	}
 	return ev
@@ -165,6 +187,7 @@ func (l *law) forget(reporters map[string]reporter, copied bool, now time.Time) 
 type freshCounts struct {
 	start            time.Time // the earliest interval start
 	success, failure float64
+	demand           float64 // the requests the clients admitted
 	latency          [NumLatencyBuckets]int64
 	hasLatency       bool
 	// seconds is the time each reporter's reports cover: the span of the
@@ -179,6 +202,7 @@ func (f *freshCounts) add(r Report, start time.Time, reporter string, seconds fl
 	}
 	f.success += float64(r.Success)
 	f.failure += float64(r.Failure)
+	f.demand += float64(r.Admission.Admitted)
 	if len(r.Latency) > 0 {
 		f.hasLatency = true
 		for i := range min(len(r.Latency), NumLatencyBuckets) {
@@ -200,33 +224,55 @@ func (f *freshCounts) span() float64 {
 	return s
 }
 
+// verdict is what load makes of the fresh counts and the sample.
+type verdict struct {
+	// over: a signal exceeds its lowest threshold; quiet: every signal is
+	// below half of it; idle: below a quarter; judged: some signal could be
+	// judged (enough observations, a threshold).
+	over, quiet, idle, judged bool
+	// pressure says over was a latency or a sampled signal (cpu, memory,
+	// pressure, custom): the service is busy, not merely failing. An error
+	// rate alone is a dependency's failure as often as an overload, and
+	// shedding does not cure a dependency; without latency reports it is
+	// read as pressure (the coarser law). warm says such a signal is
+	// above half its threshold.
+	pressure, warm bool
+	// backlog is the fresh latency over its lowest threshold, threshold
+	// (ms), when above it (1 otherwise): how far a queue is behind.
+	backlog, threshold float64
+	// why names what made over true, for reasons.
+	why string
+}
+
 // load judges the fresh counts and the sample against the lowest
-// threshold of each signal: over when one exceeds it, quiet when all are
-// below half of it, idle below a quarter; judged is false when no signal
-// could be judged (too few observations, no thresholds).
-func load(c Config, s Sample, f freshCounts) (over, quiet, idle, judged bool, why string) {
+// threshold of each signal.
+func load(c Config, s Sample, f freshCounts) verdict {
 	t := c.Table
-	quiet, idle = true, true
-	judge := func(sig Signal, v float64) {
+	v := verdict{quiet: true, idle: true, backlog: 1}
+	judge := func(sig Signal, x float64) {
 		th, ok := t.lowestThreshold(sig)
 		if ok {
-			judged = true
+			v.judged = true
 		}
 		switch {
 		case !ok:
-		case v > th:
-			if !over {
-				tr := Trigger{Signal: sig, Value: v, Threshold: th, Level: t.Level(t.lowestLevel(sig)).Name}
+		case x > th:
+			if !v.over {
+				tr := Trigger{Signal: sig, Value: x, Threshold: th, Level: t.Level(t.lowestLevel(sig)).Name}
 				if sig == Latency {
 					tr.Label = "latency " + QuantileLabel(t.LatencyQuantile())
 				}
-				why = tr.String()
+				v.why = tr.String()
 			}
-			over, quiet, idle = true, false, false
-		case v > th/2:
-			quiet, idle = false, false
-		case v > th/4:
-			idle = false
+			v.over, v.quiet, v.idle = true, false, false
+			if sig != ErrorRate || !f.hasLatency {
+				v.pressure, v.warm = true, true
+			}
+		case x > th/2:
+			v.quiet, v.idle = false, false
+			v.warm = v.warm || sig != ErrorRate || !f.hasLatency
+		case x > th/4:
+			v.idle = false
 		}
 	}
 	if n := f.success + f.failure; n > 0 && n >= float64(c.Rules.MinThroughput) {
@@ -235,15 +281,19 @@ func load(c Config, s Sample, f freshCounts) (over, quiet, idle, judged bool, wh
 	if f.hasLatency {
 		if ms, n := QuantileOf(f.latency[:], t.LatencyQuantile()); n > 0 && n >= c.Rules.MinThroughput {
 			judge(Latency, ms)
+			if th, ok := t.lowestThreshold(Latency); ok && ms > th {
+				v.backlog, v.threshold = ms/th, th
+			}
 		}
 	}
 	for _, sig := range t.Signals() {
 		if sig == ErrorRate || sig == Latency {
 			continue // the window lags: the fresh reports say what the last change did
 		}
-		if v, ok := s.Value(sig); ok {
-			judge(sig, v)
+		if x, ok := s.Value(sig); ok {
+			judge(sig, x)
 		}
 	}
-	return over, quiet && judged, idle && judged, judged, why
+	v.quiet, v.idle = v.quiet && v.judged, v.idle && v.judged
+	return v
 }

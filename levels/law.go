@@ -14,19 +14,31 @@ const (
 	// rest keeps the queue short enough for latency to stay low.
 	headroom = 0.95
 	// probeRate is how fast, per second, the capacity estimate grows while
-	// every signal is quiet (below half its lowest threshold): the capacity
-	// was measured low (a transient, a dependency that has recovered) or
-	// has grown. Near the capacity a signal is not quiet, so the probe
-	// stops short of it.
+	// the service is idle (every signal below a quarter of its lowest
+	// threshold): the capacity was measured low (a transient, a dependency
+	// that has recovered) or has grown.
 	probeRate = 0.5
-	// probeAfter is how long after the last overload the capacity it
-	// measured stands before a quiet service is probed for more; an idle
-	// one (every signal below a quarter of its lowest threshold) is probed
-	// at once.
-	probeAfter = 30 * time.Second
+	// maxDrain bounds how far below the capacity the law admits while a
+	// queue drains: at most half as much, however far behind it is.
+	maxDrain = 2.0
+	// probeAfter is how long after the last overload the creep may take
+	// the estimate past the capacity that overload measured; an idle
+	// service (every signal below a quarter of its lowest threshold) is
+	// probed at once, at probeRate.
+	probeAfter = time.Minute
+	// creepRate is how fast, per second, the capacity estimate grows while
+	// the law sheds and every signal is quiet (below half its lowest
+	// threshold), and edgeCut how far it steps back when a signal crosses
+	// its threshold without saturating the service: between the two the
+	// estimate stands.
+	creepRate = 0.02
+	edgeCut   = 0.03
+	// saturation is how much more the clients must admit than the service
+	// completes for it to count as saturated.
+	saturation = 0.03
 	// probeReach is how far above the admitted load the probe may take
 	// the capacity estimate.
-	probeReach = 0.2
+	probeReach = 0.1
 	// stepMargin is the dead band at a band's edges: the law steps up a
 	// level only when the level below it would admit more than target x
 	// (1 + stepMargin), and down only when the level below fits within
@@ -38,8 +50,11 @@ const (
 	// below).
 	fractionLow = 0.05
 	fractionTop = 0.95
-	// fractionStep is the least change of the fraction worth a new state
-	// document, and partialEvery the least time between two changes.
+	// fractionStep is the least change worth a new state document, as a
+	// share of the target (the fraction times the band changes by at least
+	// this much of it), and the least fraction of a band readmitted after
+	// it was shed whole beyond fractionLow; partialEvery is the least time
+	// between two changes.
 	fractionStep = 0.02
 	partialEvery = 250 * time.Millisecond
 )
@@ -65,6 +80,17 @@ type law struct {
 	// admits, headroom x capacity (everything while capacity is unknown).
 	capacity, target float64
 	known            bool
+	// ceiling is the capacity last measured (or probed while idle): the
+	// creep goes no further.
+	ceiling float64
+	// drain (at most 1) scales the fraction until drainUntil, when the
+	// queue a saturation left is expected to be empty: it drains only at
+	// the share of the capacity not admitted, so the law admits less of the
+	// band until then. It never moves the level: the level is a regime, the
+	// drain a moment. The fresh latency lags the queue by a report, so it
+	// is the expected time, not the latency, that ends the drain.
+	drain      float64
+	drainUntil time.Time
 	// decidedAt is when fresh evidence last updated them, and over what it
 	// said of the load.
 	decidedAt time.Time
@@ -78,6 +104,12 @@ type law struct {
 	partial   *Partial
 	partialAt time.Time
 	level     int // the automatic level partial belongs to
+	// readmit is the target at which the band the automatic level sheds
+	// whole would be readmitted (0 when it sheds none whole).
+	readmit float64
+	// band is the offered load in the automatic level's band, floor the
+	// load its threshold admits, when partialFor last looked.
+	band, floor float64
 	// sized says the last evaluation could size a step: some live reporter
 	// counts its offered load by priority.
 	sized   bool
@@ -87,26 +119,109 @@ type law struct {
 }
 
 // decide updates the capacity and the target from fresh evidence.
+//
+// The capacity is measured while the service is saturated: a latency or
+// a sampled signal over half its threshold, the clients admitting more
+// than it completes. Then what it completes is what it can
+// carry. Under pressure without saturation the queue is draining (a
+// latency far over its threshold: the capacity stands) or the load is at
+// the edge (the capacity is cut by edgeCut). While every signal is quiet
+// (below half its threshold), a law that sheds creeps the capacity up
+// (creepRate), so that it settles between half the threshold and the
+// threshold rather than below, and an idle service is probed fast
+// (probeRate). A failure rate alone moves nothing: the table's level is
+// the regime for a failing dependency, and shedding does not cure it.
 func (l *law) decide(ev evidence, now time.Time) {
 	l.sized, l.offered = ev.sized, ev.offered
 	if !ev.fresh || !ev.sized {
 		return
 	}
 	dt := min(now.Sub(l.decidedAt).Seconds(), 1)
+	if l.decidedAt.IsZero() {
+		dt = 0
+	}
+	saturated := ev.warm && ev.demand > ev.success*(1+saturation)
+	draining := ev.pressure && (ev.backlog >= 2 || ev.demand < ev.success*(1-saturation))
 	switch {
-	case ev.over:
-		l.capacity, l.known, l.overAt = ev.success, true, now
+	case saturated && l.known:
+		// Saturated again: average the measurement in, against noise and
+		// against a span that began before the saturation did; it
+		// completed ev.success, so the capacity is at least that.
+		l.capacity = max(ev.success, (l.capacity+ev.success)/2)
+		l.ceiling, l.overAt = l.capacity, now
+	case saturated:
+		l.capacity, l.ceiling, l.known, l.overAt = ev.success, ev.success, true, now
 	case !l.known:
-	case ev.admitted > l.capacity:
-		l.capacity = ev.admitted // it carried this much without overload
-	case ev.idle || ev.quiet && now.Sub(l.overAt) >= probeAfter:
-		// Probe, but no further than a step above what the service was seen
-		// to carry: a level that sheds most of the load cannot test more.
-		l.capacity = max(l.capacity, min(l.capacity*(1+probeRate*dt), ev.admitted*(1+probeReach)))
+	case draining:
+		// A queue draining runs the service flat out: what it completes is
+		// a floor of the capacity.
+		l.capacity, l.overAt = max(l.capacity, ev.success), now
+		l.ceiling = max(l.ceiling, l.capacity)
+	case ev.pressure && ev.admitted < l.target*(1-2*edgeCut):
+		l.overAt = now // a latency the load cannot explain: the capacity stands
+	case ev.pressure:
+		l.capacity, l.overAt = min(l.capacity, ev.admitted/headroom)*(1-edgeCut), now
+	case ev.over:
+		// A failure rate alone: the capacity stands (the table's level is
+		// the regime for a failing dependency).
+	case ev.success > l.capacity:
+		l.capacity = ev.success // it carried this much without overload
+		l.ceiling = max(l.ceiling, l.capacity)
+	case ev.idle:
+		l.capacity = max(l.capacity, min(l.capacity*(1+probeRate*dt), l.reach(ev)))
+		l.ceiling = max(l.ceiling, l.capacity)
+	case l.level > 0:
+		// Shedding without an overload: back to the capacity last measured
+		// (after an edge cut), and past it only probeAfter after the last
+		// overload. Near its capacity a service's signals are noisy, and a
+		// quiet reading is often the luck of a short queue.
+		limit := l.ceiling
+		if now.Sub(l.overAt) >= probeAfter {
+			limit = max(limit, l.reach(ev))
+		}
+		l.capacity = max(l.capacity, min(l.capacity*(1+creepRate*dt), limit))
+		l.ceiling = max(l.ceiling, l.capacity)
 	}
 	l.target = headroom * l.capacity
+	if saturated {
+		l.startDrain(ev, now)
+	}
+	if !now.Before(l.drainUntil) {
+		l.drain = 1
+	}
 	l.decidedAt, l.over = now, ev.over
 }
+
+// reach is how far the probe of an idle service may take the capacity
+// estimate: a step above what the service completed, or to the target
+// that readmits a band shed whole, so that a level that sheds most of the
+// load cannot claim more than it tested, and a band is never stuck shed
+// below its readmission point.
+func (l *law) reach(ev evidence) float64 {
+	return max(ev.success, l.readmit) * (1 + probeReach) / headroom
+}
+
+// startDrain sizes the drain of the queue a saturation left: a latency
+// somewhat over its threshold is the noise of a busy queue, and the
+// capacity measurement handles it; one past twice the threshold is a
+// backlog, which drains faster the less is admitted (at most maxDrain
+// times less, and no less than the level's threshold admits). The queue
+// holds about latency x capacity requests and drains at the capacity not
+// admitted.
+func (l *law) startDrain(ev evidence, now time.Time) {
+	l.drain = 1 / min(max(ev.backlog/2, 1), maxDrain)
+	admitted := max(l.floor, l.drain*l.target)
+	if l.drain == 1 || admitted >= l.capacity {
+		l.drain = 1
+		return
+	}
+	latency := ev.backlog * ev.threshold / 1000
+	secs := min(latency*l.capacity/(l.capacity-admitted), maxDrainFor.Seconds())
+	l.drainUntil = now.Add(time.Duration(secs * float64(time.Second)))
+}
+
+// maxDrainFor bounds a drain's length.
+const maxDrainFor = 5 * time.Second
 
 // verdictRecent is how long the last fresh verdict on the load stands for
 // evaluations without fresh reports of their own.
@@ -200,6 +315,7 @@ func (l *law) stepReason(t *Table, s Sample, to int, ev evidence) string {
 // partialFor is the partial admission the law gives level i: the share
 // of its band that brings the admitted load to the target, nil below
 // fractionLow, at most fractionTop; nil at Normal and without an estimate.
+// It notes the target that would readmit a band it sheds whole.
 func (l *law) partialFor(t *Table, i int) *Partial {
 	if i <= 0 || !l.sized {
 		return nil
@@ -211,15 +327,17 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 	}
 	f := 1.0
 	if l.known {
-		f = (l.target - l.admittedFrom(to)) / band
+		f = (l.target*min(l.drain, 1) - l.admittedFrom(to)) / band
 	}
+	l.readmit, l.band, l.floor = 0, band, l.admittedFrom(to)
 	switch {
 	case f < fractionLow:
+		l.readmit = l.admittedFrom(to) + band*(fractionLow+fractionStep)
 		return nil
 	case f > fractionTop:
 		f = fractionTop
 	}
-	return &Partial{From: from, Fraction: math.Round(f*100) / 100}
+	return &Partial{From: from, Fraction: math.Round(f*1000) / 1000}
 }
 
 // setPartial publishes p as the partial admission of the automatic
@@ -238,7 +356,7 @@ func (l *law) setPartial(p *Partial, level int, now time.Time) {
 			return
 		case old == nil && p.Fraction < fractionLow+fractionStep:
 			return
-		case old != nil && p != nil && math.Abs(p.Fraction-old.Fraction) < fractionStep && p.Fraction < fractionTop:
+		case old != nil && p != nil && math.Abs(p.Fraction-old.Fraction)*l.band < fractionStep*l.target && p.Fraction < fractionTop:
 			return
 		}
 	}

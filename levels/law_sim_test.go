@@ -2,7 +2,10 @@ package levels
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,10 +46,92 @@ type sim struct {
 	winAt int
 
 	verbose   bool
+	trace     bool // log each second
+	lastGood  int64
+	lastTop   [2]int64
 	changes   int
 	lastLevel int
 	levels    []int // the published level each second
 	admitted  []float64
+
+	stats simStats // since the last reset
+}
+
+// simStats are a phase's outcomes, as degbench judges them: by class,
+// the requests offered and those served within the SLO (10x the service
+// time), and the time they cover.
+type simStats struct {
+	from    time.Time
+	offered map[int]int64
+	good    map[int]int64
+	failed  map[int]int64
+}
+
+// goodSum is the requests served within the SLO.
+func (st simStats) goodSum() int64 {
+	var n int64
+	for _, g := range st.good {
+		n += g
+	}
+	return n
+}
+
+// queueMs is how long a request arriving now would wait for a worker.
+func (s *sim) queueMs() float64 {
+	if len(s.free) == 0 {
+		return 0
+	}
+	w := slices.MinFunc(s.free, func(a, b time.Time) int { return a.Compare(b) })
+	return max(0, float64(w.Sub(s.now))/float64(time.Millisecond))
+}
+
+// reset starts the stats again from now.
+func (s *sim) reset() {
+	s.stats = simStats{from: s.now, offered: map[int]int64{}, good: map[int]int64{}, failed: map[int]int64{}}
+}
+
+// phase runs d at the offered load, judged from judgeAfter after its start.
+func (s *sim) phase(offered map[int]float64, d time.Duration) simStats {
+	s.offered = offered
+	s.run(judgeAfter)
+	s.reset()
+	s.lastGood, s.lastTop = 0, [2]int64{}
+	s.run(d - judgeAfter)
+	return s.stats
+}
+
+// judgeAfter is when a phase starts to be judged (DESIGN.md: from 2 s after its start).
+const judgeAfter = 2 * time.Second
+
+// topOK is the share of the top class offered that was served within the SLO.
+func (st simStats) topOK() float64 {
+	top := 0
+	for p := range st.offered {
+		top = max(top, p)
+	}
+	return float64(st.good[top]) / float64(st.offered[top])
+}
+
+// goodput is the requests served within the SLO per second over
+// min(offered, capacity).
+func (st simStats) goodput(now time.Time) float64 {
+	var good, offered int64
+	for p, n := range st.offered {
+		offered += n
+		good += st.good[p]
+	}
+	secs := now.Sub(st.from).Seconds()
+	return float64(good) / secs / min(float64(offered)/secs, simCapacity)
+}
+
+// simCapacity is the service's requests per second.
+const simCapacity = float64(workers) * float64(time.Second/serviceTime)
+
+// slo is the latency a request counts as served within (10x the service time).
+const slo = 10 * serviceTime
+
+func (st simStats) String() string {
+	return fmt.Sprintf("top class ok %.1f%%, failed %v", 100*st.topOK(), st.failed)
 }
 
 const simStep = 10 * time.Millisecond
@@ -56,6 +141,7 @@ func newSim(t *testing.T, tab *Table, offered map[int]float64) *sim {
 	s := &sim{t: t, now: t0, rng: rand.New(rand.NewPCG(1, 2)), offered: offered,
 		m:      NewMachine(Config{Table: tab, Rules: Rules{MinimumLevelDuration: 10 * time.Second, Hysteresis: 0.1, MaxOverrideTTL: time.Hour, MinThroughput: 10}}, t0),
 		counts: map[int]int64{}, start: t0, nextFlush: t0.Add(time.Second)}
+	s.reset()
 	s.m.Evaluate(Input{At: t0, Trigger: TriggerStart, Sample: s.sample()})
 	return s
 }
@@ -89,15 +175,17 @@ func (s *sim) run(d time.Duration) {
 		stepEnd := s.now.Add(simStep)
 		p := s.m.Published()
 		th := s.m.Config().Table.Level(p.Index).PriorityThreshold
-		for prio, rate := range s.offered {
+		for _, prio := range slices.Sorted(maps.Keys(s.offered)) {
+			rate := s.offered[prio]
 			for at := s.now.Add(s.exp(rate)); at.Before(stepEnd); at = at.Add(s.exp(rate)) {
 				s.counts[prio]++
+				s.stats.offered[prio]++
 				if !p.Partial.Admits(prio, th, s.rng.Float64()) {
 					s.shed++
 					continue
 				}
 				s.adm++
-				s.serve(at)
+				s.serve(at, prio)
 			}
 		}
 		s.now = stepEnd
@@ -127,6 +215,11 @@ func (s *sim) run(d time.Duration) {
 			}{}
 			s.evaluate(TriggerTick)
 			nextTick = nextTick.Add(time.Second)
+			if s.trace {
+				s.t.Logf("%s %s queue %.0fms good/s %d top offered %d good %d", s.now.Format("15:04:05"), s.describe(), s.queueMs(), s.stats.goodSum()-s.lastGood, s.stats.offered[100]-s.lastTop[0], s.stats.good[100]-s.lastTop[1])
+				s.lastGood = s.stats.goodSum()
+				s.lastTop = [2]int64{s.stats.offered[100], s.stats.good[100]}
+			}
 			s.levels = append(s.levels, s.m.Published().Index)
 			s.admitted = append(s.admitted, s.admittedShare())
 		}
@@ -149,7 +242,7 @@ const (
 
 // serve runs one admitted request arriving at at: the earliest free
 // worker takes it, unless it would wait more than queueLimit.
-func (s *sim) serve(at time.Time) {
+func (s *sim) serve(at time.Time, prio int) {
 	if s.free == nil {
 		s.free = make([]time.Time, workers)
 	}
@@ -163,10 +256,10 @@ func (s *sim) serve(at time.Time) {
 	if begin.Before(at) {
 		begin = at
 	}
-	done := completion{at: at.Add(queueLimit), failed: true}
+	done := completion{at: at.Add(queueLimit), failed: true, prio: prio, arrived: at}
 	if begin.Sub(at) <= queueLimit {
 		s.free[i] = begin.Add(serviceTime)
-		done = completion{at: s.free[i], failed: s.rng.Float64() < s.failRate}
+		done = completion{at: s.free[i], failed: s.rng.Float64() < s.failRate, prio: prio, arrived: at}
 	}
 	done.ms = float64(done.at.Sub(at)) / float64(time.Millisecond)
 	s.pending = append(s.pending, done)
@@ -174,9 +267,11 @@ func (s *sim) serve(at time.Time) {
 
 // completion is a request's outcome, counted when it completes.
 type completion struct {
-	at     time.Time
-	ms     float64
-	failed bool
+	at      time.Time
+	ms      float64
+	failed  bool
+	prio    int
+	arrived time.Time
 }
 
 // complete counts the outcomes of the requests done by now, as the
@@ -193,11 +288,18 @@ func (s *sim) complete() {
 		bucket := latencyBucket(c.ms)
 		s.lat[bucket]++
 		b.lat[bucket]++
+		judged := !c.arrived.Before(s.stats.from)
 		if c.failed {
 			s.fl++
 			b.fail++
+			if judged {
+				s.stats.failed[c.prio]++
+			}
 		} else {
 			s.succ++
+			if judged && c.ms <= float64(slo/time.Millisecond) {
+				s.stats.good[c.prio]++
+			}
 		}
 	}
 	s.pending = kept
@@ -292,82 +394,156 @@ func simTable(t *testing.T) *Table {
 	return tab
 }
 
+// simMix is the benchmark's mix (bench/cmd/degbench) at x capacity.
+func simMix(x float64) map[int]float64 {
+	c := x * simCapacity
+	return map[int]float64{100: 0.05 * c, 60: 0.15 * c, 40: 0.3 * c, 10: 0.5 * c}
+}
+
+// simPhase is one phase of a simulated scenario; judged phases are held to
+// DESIGN.md's overload targets.
+type simPhase struct {
+	name    string
+	offered map[int]float64
+	length  time.Duration
+	judged  bool
+	top     bool // the top class must be served 99.5% of the time
+}
+
+// simResult is one judged phase's outcome over every seed.
+type simResult struct {
+	goodput, top []float64
+	changes      int // the most level changes in one run
+}
+
+// TestLawSimulation runs the benchmark's scenarios against the law in
+// fake time, each with simSeeds random streams, and holds each judged
+// phase to DESIGN.md's overload targets, on the mean over the streams
+// (no stream far below it): the top class served within the SLO 99.5% of
+// the time at 3x, 10x and in the spike; goodput at least 90% of
+// min(offered, capacity); and, once settled, at most one level change a
+// minute.
+//
+// The square wave's rises are held to 85%: each one fills the queue
+// before the first report after it arrives (up to a report interval), and
+// at Moderate, the level that fits 1.6x, the threshold alone admits 80%
+// of the capacity, so the queue drains at a fifth of it, for about 2 s
+// of the 18 judged. docs/design.md ("The admission law") gives the numbers.
 func TestLawSimulation(t *testing.T) {
-	mix := func(total float64) map[int]float64 {
-		return map[int]float64{100: 0.1 * total, 60: 0.2 * total, 40: 0.3 * total, 10: 0.4 * total}
+	spike := simMix(0.8)
+	spike[10] *= 12
+	var square []simPhase
+	for i := range 4 {
+		x := 1.6
+		if i%2 == 1 {
+			x = 0.6
+		}
+		square = append(square, simPhase{fmt.Sprintf("%gx half %d", x, i), simMix(x), 20 * time.Second, true, false})
 	}
-	s := newSim(t, simTable(t), mix(400))
-	s.verbose = testing.Verbose()
-	s.run(10 * time.Second)
-	t.Logf("0.5x: %s", s.describe())
-	s.offered = mix(2400)
-	for i := range 12 {
-		s.run(5 * time.Second)
-		t.Logf("3x +%ds: %s", 5*(i+1), s.describe())
-	}
-	s.offered = mix(400)
-	for i := range 6 {
-		s.run(5 * time.Second)
-		t.Logf("0.5x +%ds: %s", 5*(i+1), s.describe())
+	for _, sc := range []struct {
+		name    string
+		phases  []simPhase
+		goodput float64 // the least mean goodput of a judged phase
+	}{
+		{"step 3x", []simPhase{
+			{"0.5x", simMix(0.5), 10 * time.Second, false, false},
+			{"3x", simMix(3), 60 * time.Second, true, true},
+			{"0.5x after", simMix(0.5), 30 * time.Second, true, false},
+		}, 0.9},
+		{"step 10x", []simPhase{
+			{"0.5x", simMix(0.5), 5 * time.Second, false, false},
+			{"10x", simMix(10), 20 * time.Second, true, true},
+			{"0.5x after", simMix(0.5), 10 * time.Second, false, false},
+		}, 0.9},
+		{"12x spike", []simPhase{
+			{"0.8x", simMix(0.8), 5 * time.Second, false, false},
+			{"spike", spike, 20 * time.Second, true, true},
+			{"0.8x after", simMix(0.8), 15 * time.Second, false, false},
+		}, 0.9},
+		{"square wave", square, 0.85},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			results := make([]simResult, len(sc.phases))
+			for seed := range simSeeds {
+				s := newSim(t, simTable(t), simMix(0.5))
+				s.rng = rand.New(rand.NewPCG(uint64(seed), 2))
+				s.verbose = testing.Verbose() && seed == 0
+				s.trace = os.Getenv("LAW_TRACE") != "" && seed == 0
+				for i, ph := range sc.phases {
+					before := s.changes
+					st := s.phase(ph.offered, ph.length)
+					r := &results[i]
+					r.goodput, r.top = append(r.goodput, st.goodput(s.now)), append(r.top, st.topOK())
+					r.changes = max(r.changes, s.changes-before)
+					if s.verbose {
+						t.Logf("%s: goodput %.1f%%, %s, %d level changes; %s", ph.name, 100*st.goodput(s.now), st, s.changes-before, s.describe())
+					}
+				}
+			}
+			for i, ph := range sc.phases {
+				r := results[i]
+				gp, top := mean(r.goodput), mean(r.top)
+				t.Logf("%s: goodput mean %.1f%% (least %.1f%%), top class mean %.2f%% (least %.2f%%), at most %d level changes",
+					ph.name, 100*gp, 100*slices.Min(r.goodput), 100*top, 100*slices.Min(r.top), r.changes)
+				if !ph.judged {
+					continue
+				}
+				if ph.top && (top < 0.995 || slices.Min(r.top) < 0.985) {
+					t.Errorf("%s: the top class was served within the SLO %.2f%% of the time on average (least %.2f%%), want at least 99.5%% (and no stream below 98.5%%)", ph.name, 100*top, 100*slices.Min(r.top))
+				}
+				if gp < sc.goodput || slices.Min(r.goodput) < sc.goodput-0.05 {
+					t.Errorf("%s: goodput %.1f%% of min(offered, capacity) on average (least %.1f%%), want at least %.0f%% (and no stream 5 points below)", ph.name, 100*gp, 100*slices.Min(r.goodput), 100*sc.goodput)
+				}
+				if ph.length >= time.Minute && r.changes > 2 {
+					t.Errorf("%s: %d level changes in %v, want at most 2 (settling, then at most one a minute)", ph.name, r.changes, ph.length)
+				}
+			}
+		})
 	}
 }
 
+// mean is the mean of xs.
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// simSeeds is how many random streams each scenario is run with.
+const simSeeds = 8
+
+// TestLawSimulationDependencyFailure: a dependency fails 30% of requests
+// whatever the load. Shedding cannot help, so the law must not mistake
+// the failures for an overload it can shed its way out of: the level the
+// table asks for is the regime (Severe for 30%), the law learns no
+// capacity from the failures and sheds nothing more than the level's
+// threshold does, and once the dependency recovers the level steps down
+// one level a dwell back to Normal.
 func TestLawSimulationDependencyFailure(t *testing.T) {
 	offered := map[int]float64{95: 5, 60: 5, 40: 5, 10: 5}
 	s := newSim(t, simTable(t), offered)
 	s.verbose = testing.Verbose()
 	s.run(10 * time.Second)
 	s.failRate = 0.3
-	for i := range 8 {
-		s.run(5 * time.Second)
-		t.Logf("failing +%ds: %s", 5*(i+1), s.describe())
+	s.run(20 * time.Second)
+	p := s.m.Published()
+	if name := s.m.Config().Table.Level(p.Index).Name; name != "Severe" {
+		t.Errorf("30%% failing: level %s, want Severe (the table's level for an error rate over 25%%)", name)
+	}
+	if s.m.law.known {
+		t.Errorf("30%% failing: the law measured a capacity of %.0f/s from the failures of a dependency", s.m.law.capacity)
+	}
+	if got := s.admittedShare(); got < 0.25 {
+		t.Errorf("30%% failing: admitting %.0f%% of the load, want at least the 25%% Severe's threshold admits", 100*got)
 	}
 	s.failRate = 0
 	for i := range 12 {
 		s.run(5 * time.Second)
 		t.Logf("recovered +%ds: %s", 5*(i+1), s.describe())
 	}
-}
-
-func TestLawSimulationScenarios(t *testing.T) {
-	mix := func(total float64) map[int]float64 {
-		return map[int]float64{100: 0.05 * total, 60: 0.15 * total, 40: 0.3 * total, 10: 0.5 * total}
+	if p := s.m.Published(); p.Index != 0 {
+		t.Errorf("60 s after the dependency recovered: level %s, want Normal (4 steps of a 10 s dwell)", s.m.Config().Table.Level(p.Index).Name)
 	}
-	t.Run("10x", func(t *testing.T) {
-		s := newSim(t, simTable(t), mix(400))
-		s.verbose = testing.Verbose()
-		s.run(10 * time.Second)
-		s.offered = mix(8000)
-		for i := range 6 {
-			s.run(5 * time.Second)
-			t.Logf("10x +%ds: %s", 5*(i+1), s.describe())
-		}
-	})
-	t.Run("12x spike", func(t *testing.T) {
-		s := newSim(t, simTable(t), mix(640))
-		s.verbose = testing.Verbose()
-		s.run(10 * time.Second)
-		spike := mix(640)
-		spike[10] *= 12
-		s.offered = spike
-		for i := range 6 {
-			s.run(5 * time.Second)
-			t.Logf("spike +%ds: %s", 5*(i+1), s.describe())
-		}
-	})
-	t.Run("square", func(t *testing.T) {
-		s := newSim(t, simTable(t), mix(480))
-		s.verbose = testing.Verbose()
-		for i := range 6 {
-			if i%2 == 0 {
-				s.offered = mix(1280)
-			} else {
-				s.offered = mix(480)
-			}
-			for j := range 4 {
-				s.run(5 * time.Second)
-				t.Logf("half %d +%ds: %s", i, 5*(j+1), s.describe())
-			}
-		}
-	})
 }

@@ -1,0 +1,516 @@
+// chart.js: the timeline charts, drawn in plain SVG with no library and
+// nothing loaded from elsewhere. The dashboard's History view and the
+// report of `degraded replay --format html` both draw with it: level
+// bands with partial admission shaded, one chart per signal with the
+// thresholds of the tables in force, and marks for overrides, reloads
+// and restarts. It defines one global, DegradedCharts.
+'use strict';
+const DegradedCharts = (function () {
+  const NS = 'http://www.w3.org/2000/svg';
+  // SIGNALS are the built-in signals: their title, unit, the key of their
+  // value in a state document's signals object, and a fixed scale.
+  const SIGNALS = {
+    error_rate: { title: 'Error rate', unit: '%', key: 'error_rate_percent', digits: 2 },
+    latency: { title: 'Latency', unit: 'ms', key: 'latency_ms', digits: 1 },
+    cpu: { title: 'CPU', unit: '%', key: 'cpu_percent', digits: 1, fixedMax: 100 },
+    memory: { title: 'Memory', unit: '%', key: 'memory_percent', digits: 1, fixedMax: 100 },
+    cpu_pressure: { title: 'CPU pressure', unit: '%', key: 'cpu_pressure_percent', digits: 1 },
+    memory_pressure: { title: 'Memory pressure', unit: '%', key: 'memory_pressure_percent', digits: 1 },
+    io_pressure: { title: 'I/O pressure', unit: '%', key: 'io_pressure_percent', digits: 1 },
+  };
+  const STATE_RANK = { available: 1, absent: 2, warming: 3, failed: 4 };
+  // MARGIN_LEFT holds the level names and the scale; the right margin
+  // holds a column of threshold labels per set of thresholds.
+  const MARGIN_LEFT = 118, LABEL_COLUMN = 86;
+  const ROW = 15; // a level's row in a band chart, px
+  const SIGNAL_H = 120;
+
+  function info(name) {
+    return SIGNALS[name] || { title: name, unit: '', key: name, custom: true };
+  }
+
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function html(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // severity maps a level index onto six colours whatever the table's
+  // length: 0 is always Normal, the last level always the darkest.
+  function severity(index, count) {
+    if (index <= 0) return 0;
+    if (count <= 2) return 5;
+    return 1 + Math.round((index - 1) * 4 / Math.max(1, count - 2));
+  }
+
+  const pad = (n) => String(n).padStart(2, '0');
+  function clock(ms, seconds) {
+    const d = new Date(ms);
+    return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + (seconds ? ':' + pad(d.getUTCSeconds()) : '');
+  }
+  function stamp(ms) {
+    const d = new Date(ms);
+    return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()) + ' ' + clock(ms, true) + ' UTC';
+  }
+  const iso = (ms) => new Date(ms).toISOString();
+
+  function fmt(s, v) {
+    if (v === null || v === undefined || Number.isNaN(v)) return 'no value';
+    return (s.custom || s.digits === undefined ? String(Number(v.toPrecision(6))) : v.toFixed(s.digits)) + s.unit;
+  }
+
+  // share is a fraction as a whole percentage, never 0% or 100% for one
+  // strictly between them.
+  function share(f) {
+    const pct = f * 100;
+    if (pct > 0 && pct < 1) return '<1%';
+    if (pct > 99 && pct < 100) return '>99%';
+    return Math.round(pct) + '%';
+  }
+
+  // admission says what a band sheds, "priority below 50" or with a
+  // partial admission "priority below 30, and 77% of 30-49".
+  function admission(band, table) {
+    const lv = table && table.levels[band.index];
+    const th = lv ? lv.priority_threshold : null;
+    const p = band.partial;
+    if (th === null) return '';
+    if (p && p.from < th) {
+      const part = share(1 - p.fraction) + ' of ';
+      return p.from > 0 ? 'sheds priority below ' + p.from + ', and ' + part + p.from + '-' + (th - 1) : 'sheds ' + part + 'priority 0-' + (th - 1);
+    }
+    return th > 0 ? 'sheds priority below ' + th : 'sheds nothing';
+  }
+
+  // fromSeries turns a GET /v1/timeline?points=N document into the
+  // numbers the charts use: every time in Unix milliseconds.
+  function fromSeries(doc) {
+    const ms = (s) => Date.parse(s);
+    return {
+      from: ms(doc.from), to: ms(doc.to), bucket: doc.bucket_ms, lines: doc.lines,
+      tables: (doc.tables || []).map((t) => Object.assign({}, t, { at: ms(t.at) })),
+      bands: (doc.bands || []).map((b) => Object.assign({}, b, { from: ms(b.from), to: ms(b.to) })),
+      signals: (doc.signals || []).map((s) => ({ name: s.name, t: s.t.slice(), min: s.min.slice(), max: s.max.slice(), state: s.state.slice() })),
+      marks: (doc.marks || []).map((m) => Object.assign({}, m, { at: ms(m.at) })),
+    };
+  }
+
+  // tableAt is the table in force at t: the last one from at or before t
+  // (the first one before any).
+  function tableAt(tables, t) {
+    let cur = tables[0] || null;
+    for (const tb of tables) if (tb.at <= t) cur = tb;
+    return cur;
+  }
+
+  function bandAt(bands, t) {
+    let lo = 0, hi = bands.length - 1, found = null;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (bands[mid].from <= t) { found = bands[mid]; lo = mid + 1; } else hi = mid - 1;
+    }
+    return found && t <= Math.max(found.to, found.from) + 1 ? found : null;
+  }
+
+  // nearest is the index of the point of ts nearest to t, -1 for none.
+  function nearest(ts, t) {
+    if (!ts.length) return -1;
+    let lo = 0, hi = ts.length - 1;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if (ts[mid] <= t) lo = mid; else hi = mid;
+    }
+    return Math.abs(ts[lo] - t) <= Math.abs(ts[hi] - t) ? lo : hi;
+  }
+
+  function markLabel(m) {
+    switch (m.kind) {
+      case 'override':
+      case 'fleet': {
+        const who = m.actor ? ' · ' + m.actor : '';
+        const what = m.kind === 'fleet' ? 'fleet ' : '';
+        if (m.action === 'set') return what + m.mode + ' ' + m.level + who;
+        return what + m.action + who;
+      }
+      case 'reload': return 'reload' + (m.actor ? ' · ' + m.actor : '');
+      case 'restart': return 'restart';
+    }
+    return m.kind;
+  }
+
+  function markText(m) {
+    let s = stamp(m.at) + ': ';
+    switch (m.kind) {
+      case 'override':
+      case 'fleet':
+        s += (m.kind === 'fleet' ? 'fleet override ' : 'override ') + m.action;
+        if (m.level) s += ', ' + m.mode + ' ' + m.level;
+        if (m.action === 'set' && m.ttl) s += ' for ' + m.ttl;
+        if (m.actor) s += ', by ' + m.actor;
+        if (m.reason) s += ': ' + m.reason;
+        break;
+      case 'reload':
+        s += 'config reload' + (m.actor ? ' by ' + m.actor : '') + (m.changes && m.changes.length ? ': ' + m.changes.join('; ') : '');
+        break;
+      case 'restart':
+        s += 'daemon started' + (m.changes && m.changes.length ? ' with a changed config: ' + m.changes.join('; ') : '');
+        break;
+      default:
+        s += m.kind;
+    }
+    return s + (m.published ? ' (published ' + m.published + ')' : '');
+  }
+
+  // ticks are the time axis' ticks: a round step that fits the width.
+  function ticks(t0, t1, width) {
+    const steps = [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 10800, 21600, 43200, 86400].map((s) => s * 1000);
+    const want = Math.max(2, Math.floor(width / 90));
+    const step = steps.find((s) => (t1 - t0) / s <= want) || steps[steps.length - 1];
+    const out = [];
+    for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) out.push(t);
+    return { step, out };
+  }
+
+  // ---- one chart ---------------------------------------------------------
+
+  // frame is one chart: its svg, its scales and its hover layer.
+  function frame(ctx, title, height, kind) {
+    const box = html('figure', 'tl-chart tl-' + kind);
+    const head = html('figcaption', 'tl-title', title);
+    const root = svg('svg', { class: 'tl-svg', width: ctx.width, height, viewBox: '0 0 ' + ctx.width + ' ' + height, role: 'img' });
+    const x0 = MARGIN_LEFT, x1 = ctx.width - 18 - LABEL_COLUMN * Math.max(1, ctx.thresholds.length);
+    root.dataset.x0 = x0; root.dataset.x1 = x1;
+    root.dataset.t0 = ctx.from; root.dataset.t1 = ctx.to;
+    box.append(head, root);
+    const f = {
+      box, root, height, x0, x1,
+      x: (t) => x0 + (Math.min(Math.max(t, ctx.from), ctx.to) - ctx.from) / Math.max(1, ctx.to - ctx.from) * (x1 - x0),
+      t: (x) => ctx.from + (x - x0) / Math.max(1, x1 - x0) * (ctx.to - ctx.from),
+    };
+    root.append(svg('rect', { class: 'tl-plot', x: x0, y: 0, width: x1 - x0, height }));
+    return f;
+  }
+
+  function drawMarks(ctx, f, top, bottom, flags) {
+    const g = svg('g', { class: 'tl-marks' });
+    ctx.marks.forEach((m, i) => {
+      const x = f.x(m.at);
+      const line = svg('line', { class: 'mark mark-' + m.kind + (m.action ? ' mark-' + m.action : ''), x1: x, x2: x, y1: top, y2: bottom });
+      Object.assign(line.dataset, { at: iso(m.at), kind: m.kind, action: m.action || '', actor: m.actor || '' });
+      g.append(line);
+      if (flags) {
+        const y = 10 + (i % 3) * 11;
+        const flag = svg('g', { class: 'flag flag-' + m.kind });
+        flag.append(svg('path', { d: 'M' + x + ' ' + (y - 8) + 'l6 4l-6 4z' }));
+        flag.append(svg('text', { x: x + 8, y: y }, markLabel(m)));
+        flag.append(svg('title', {}, markText(m)));
+        Object.assign(flag.dataset, { at: iso(m.at), kind: m.kind, actor: m.actor || '' });
+        g.append(flag);
+      }
+    });
+    f.root.append(g);
+  }
+
+  function drawAxis(ctx, f, y) {
+    const g = svg('g', { class: 'tl-axis' });
+    const { step, out } = ticks(ctx.from, ctx.to, f.x1 - f.x0);
+    for (const t of out) {
+      const x = f.x(t);
+      g.append(svg('line', { x1: x, x2: x, y1: 0, y2: y, class: 'grid' }));
+      g.append(svg('text', { x, y: y + 13, 'text-anchor': 'middle' }, clock(t, step < 60000)));
+    }
+    f.root.append(g);
+  }
+
+  // ---- level bands -------------------------------------------------------
+
+  function levelNames(tables) {
+    let names = ['Normal'];
+    for (const tb of tables) if (tb.levels.length > names.length) names = tb.levels.map((l) => l.name);
+    return names;
+  }
+
+  function drawLane(ctx, lane, withAxis) {
+    const names = levelNames(lane.tables.length ? lane.tables : ctx.tables);
+    const flags = lane.flags ? 40 : 0;
+    const bottom = flags + names.length * ROW;
+    const height = bottom + (withAxis ? 18 : 4);
+    const f = frame(ctx, lane.title, height, 'lane');
+    f.root.dataset.lane = lane.id;
+    f.root.dataset.bottom = String(bottom);
+    f.root.dataset.row = String(ROW);
+    const y = (index) => bottom - (index + 1) * ROW;
+    const g = svg('g', { class: 'tl-levels' });
+    names.forEach((n, i) => {
+      g.append(svg('text', { class: 'ylabel', x: f.x0 - 6, y: y(i) + ROW - 4, 'text-anchor': 'end' }, n));
+      g.append(svg('line', { class: 'row', x1: f.x0, x2: f.x1, y1: y(i), y2: y(i) }));
+    });
+    f.root.append(g);
+    const bands = svg('g', { class: 'tl-bands' });
+    for (const b of lane.bands) {
+      const tb = tableAt(lane.tables.length ? lane.tables : ctx.tables, b.from);
+      const count = tb ? tb.levels.length : names.length;
+      const index = Math.max(0, b.index);
+      const x = f.x(b.from), w = Math.max(1, f.x(b.to) - x);
+      const rect = svg('rect', { class: 'band sev-' + severity(index, count) + (b.mixed ? ' mixed' : ''), x, y: y(index), width: w, height: (index + 1) * ROW });
+      Object.assign(rect.dataset, { from: iso(b.from), to: iso(b.to), level: b.level, source: b.source });
+      rect.append(svg('title', {}, b.level + ' (' + b.source + ') ' + stamp(b.from) + ' – ' + stamp(b.to) + '. ' + admission(b, tb)));
+      bands.append(rect);
+      if (b.partial) {
+        const part = svg('rect', { class: 'partial', x, y: y(index), width: w, height: ROW });
+        Object.assign(part.dataset, { from: iso(b.from), fraction: String(b.partial.fraction) });
+        bands.append(part);
+      }
+    }
+    f.root.append(bands);
+    if (lane.overlay) {
+      let d = '';
+      for (const b of lane.overlay.bands) {
+        const yy = y(Math.max(0, b.index));
+        d += (d ? 'L' : 'M') + f.x(b.from).toFixed(1) + ' ' + yy + 'L' + f.x(b.to).toFixed(1) + ' ' + yy;
+      }
+      if (d) {
+        const p = svg('path', { class: 'overlay', d });
+        p.dataset.lane = lane.overlay.id;
+        f.root.append(p);
+      }
+    }
+    drawMarks(ctx, f, flags ? 2 : 0, bottom, !!lane.flags);
+    if (withAxis) drawAxis(ctx, f, bottom);
+    f.root.setAttribute('aria-label', lane.title + ': ' + lane.bands.length + ' spans of published level; ' + ctx.marks.length + ' marks');
+    f.lane = lane;
+    f.levelY = y;
+    return f;
+  }
+
+  // ---- signals -----------------------------------------------------------
+
+  // thresholdSpans are a signal's thresholds over time in one set of
+  // tables: a span per table in force and level with a threshold.
+  function thresholdSpans(ctx, tables, name) {
+    const out = [];
+    tables.forEach((tb, i) => {
+      const from = Math.max(tb.at, ctx.from);
+      const to = i + 1 < tables.length ? Math.min(tables[i + 1].at, ctx.to) : ctx.to;
+      if (to <= from && !(i + 1 === tables.length && from === ctx.to)) return;
+      tb.levels.forEach((lv, index) => {
+        const v = (lv.thresholds || {})[name];
+        if (v !== undefined && v !== null) out.push({ from, to, index, count: tb.levels.length, level: lv.name, value: v });
+      });
+    });
+    return out;
+  }
+
+  function scale(s, values, ths) {
+    const all = values.filter((v) => v !== null && !Number.isNaN(v)).concat(ths);
+    if (s.fixedMax) return { lo: 0, hi: s.fixedMax };
+    let lo = Math.min(0, ...all), hi = Math.max(1, ...all);
+    hi += (hi - lo) * 0.12;
+    if (s.unit === '%') hi = Math.min(100, hi);
+    return { lo, hi };
+  }
+
+  function drawSignal(ctx, sig, withAxis) {
+    const s = info(sig.name);
+    const top = 6, bottom = SIGNAL_H - 8;
+    const height = SIGNAL_H + (withAxis ? 18 : 0);
+    const f = frame(ctx, s.title + (s.unit ? ' (' + s.unit + ')' : ''), height, 'signal');
+    f.root.dataset.signal = sig.name;
+    const sets = ctx.thresholds.map((set) => ({ set, spans: thresholdSpans(ctx, set.tables, sig.name) }));
+    const { lo, hi } = scale(s, sig.max.concat(sig.min), [].concat(...sets.map((x) => x.spans.map((sp) => sp.value))));
+    const y = (v) => bottom - (Math.min(Math.max(v, lo), hi) - lo) / Math.max(1e-9, hi - lo) * (bottom - top);
+    Object.assign(f.root.dataset, { lo: String(lo), hi: String(hi), top: String(top), bottom: String(bottom), points: String(sig.t.length) });
+    f.root.append(svg('text', { class: 'ylabel', x: f.x0 - 6, y: top + 8, 'text-anchor': 'end' }, fmt(s, hi)));
+    f.root.append(svg('text', { class: 'ylabel', x: f.x0 - 6, y: bottom, 'text-anchor': 'end' }, fmt(s, lo)));
+
+    // The thresholds of each set: every level's, dashed, and the one the
+    // signal was judged against (the next level above the published one)
+    // drawn bold over each band.
+    const g = svg('g', { class: 'tl-thresholds' });
+    const labels = [];
+    sets.forEach(({ set, spans }, si) => {
+      for (const sp of spans) {
+        const yy = y(sp.value);
+        const line = svg('line', { class: 'th th-' + set.id + ' sev-' + severity(sp.index, sp.count), x1: f.x(sp.from), x2: f.x(sp.to), y1: yy, y2: yy });
+        Object.assign(line.dataset, { set: set.id, level: sp.level, value: String(sp.value), from: iso(sp.from), to: iso(sp.to) });
+        line.append(svg('title', {}, set.label + ': ' + sp.level + ' > ' + fmt(s, sp.value) + ' from ' + stamp(sp.from)));
+        g.append(line);
+        if (sp.to >= ctx.to) labels.push({ y: yy + 3, text: sp.level + ' ' + fmt(s, sp.value), cls: 'thlabel th-' + set.id, col: si });
+      }
+      if (set.judged) {
+        let d = '';
+        for (const b of set.judged.bands) {
+          const tb = tableAt(set.tables, b.from);
+          if (!tb) continue;
+          const next = tb.levels.find((lv, i) => i > b.index && lv.thresholds && lv.thresholds[sig.name] !== undefined);
+          if (!next) continue;
+          const yy = y(next.thresholds[sig.name]).toFixed(1);
+          d += 'M' + f.x(b.from).toFixed(1) + ' ' + yy + 'H' + f.x(b.to).toFixed(1);
+        }
+        if (d) g.append(svg('path', { class: 'judged th-' + set.id, d }));
+      }
+    });
+    // The labels at the right edge, pushed apart where thresholds are close.
+    for (let col = 0; col < sets.length; col++) {
+      let last = -Infinity;
+      labels.filter((l) => l.col === col).sort((a, b) => a.y - b.y).forEach((l) => {
+        const yy = Math.max(l.y, last + 10);
+        last = yy;
+        g.append(svg('text', { class: l.cls, x: f.x1 + 4 + col * LABEL_COLUMN, y: yy }, l.text));
+      });
+    }
+    f.root.append(g);
+
+    // The values: the band from each bucket's minimum to its maximum, and
+    // a line through the maxima. A gap in the data breaks both.
+    const gap = Math.max(3 * (ctx.bucket || 0), 3 * medianStep(sig.t));
+    let area = '', line = '', segMax = [], segMin = [];
+    const flush = () => {
+      if (segMax.length) {
+        line += 'M' + segMax.join('L');
+        area += 'M' + segMax.join('L') + 'L' + segMin.reverse().join('L') + 'Z';
+      }
+      segMax = []; segMin = [];
+    };
+    for (let i = 0; i < sig.t.length; i++) {
+      const v = sig.max[i], w = sig.min[i];
+      if (v === null || Number.isNaN(v) || (i > 0 && sig.t[i] - sig.t[i - 1] > gap)) flush();
+      if (v === null || Number.isNaN(v)) continue;
+      const x = f.x(sig.t[i]).toFixed(1);
+      segMax.push(x + ' ' + y(v).toFixed(1));
+      segMin.push(x + ' ' + y(w === null || Number.isNaN(w) ? v : w).toFixed(1));
+    }
+    flush();
+    f.root.append(svg('path', { class: 'envelope', d: area }), svg('path', { class: 'value', d: line }));
+
+    // The buckets whose signal was not available, as a strip along the bottom.
+    const bad = svg('g', { class: 'tl-states' });
+    for (let i = 0; i < sig.t.length; i++) {
+      const st = sig.state[i];
+      if (st === 'available') continue;
+      const x = f.x(sig.t[i]);
+      const r = svg('rect', { class: 'st st-' + st, x: x - 1, y: bottom + 2, width: 3, height: 4 });
+      bad.append(r);
+    }
+    f.root.append(bad);
+    drawMarks(ctx, f, top, bottom, false);
+    if (withAxis) drawAxis(ctx, f, bottom + 6);
+    const vals = sig.max.filter((v) => v !== null && !Number.isNaN(v));
+    f.root.setAttribute('aria-label', s.title + ': ' + sig.t.length + ' points' +
+      (vals.length ? ', highest ' + fmt(s, Math.max(...vals)) + ', lowest ' + fmt(s, Math.min(...sig.min.filter((v) => v !== null && !Number.isNaN(v)))) : ', no value'));
+    f.sig = sig; f.info = s;
+    return f;
+  }
+
+  function medianStep(ts) {
+    if (ts.length < 3) return 0;
+    const d = [];
+    for (let i = 1; i < ts.length; i += Math.max(1, Math.floor(ts.length / 200))) d.push(ts[i] - ts[i - 1]);
+    d.sort((a, b) => a - b);
+    return d[d.length >> 1];
+  }
+
+  // ---- hover -------------------------------------------------------------
+
+  function describe(ctx, t) {
+    const out = [html('p', 'tip-time', stamp(t))];
+    for (const lane of ctx.lanes) {
+      const b = bandAt(lane.bands, t);
+      if (!b) continue;
+      const tb = tableAt(lane.tables.length ? lane.tables : ctx.tables, t);
+      let s = lane.title + ': ' + b.level + ' (' + b.source + ')';
+      const adm = admission(b, tb);
+      if (adm) s += ', ' + adm;
+      out.push(html('p', 'tip-lane', s));
+    }
+    for (const sig of ctx.signals) {
+      const i = nearest(sig.t, t);
+      if (i < 0 || Math.abs(sig.t[i] - t) > Math.max(ctx.bucket || 0, 1000) * 3) continue;
+      const s = info(sig.name);
+      const lo = sig.min[i], hi = sig.max[i];
+      let v = fmt(s, hi);
+      if (lo !== null && hi !== null && !Number.isNaN(lo) && lo !== hi) v = fmt(s, lo) + ' – ' + fmt(s, hi);
+      out.push(html('p', 'tip-sig', s.title + ': ' + v + (sig.state[i] !== 'available' ? ' (' + sig.state[i] + ')' : '')));
+    }
+    const near = (ctx.to - ctx.from) / 150;
+    for (const m of ctx.marks) if (Math.abs(m.at - t) <= near) out.push(html('p', 'tip-mark', markText(m)));
+    return out;
+  }
+
+  function hover(ctx, frames, root, tip, opts) {
+    let rest = null;
+    const hide = () => {
+      tip.hidden = true;
+      for (const f of frames) f.cursor.setAttribute('visibility', 'hidden');
+      clearTimeout(rest);
+    };
+    for (const f of frames) {
+      f.cursor = svg('line', { class: 'cursor', y1: 0, y2: f.height, visibility: 'hidden' });
+      f.root.append(f.cursor);
+      f.root.addEventListener('pointermove', (ev) => {
+        const r = f.root.getBoundingClientRect();
+        const x = ev.clientX - r.left;
+        if (x < f.x0 || x > f.x1) { hide(); return; }
+        const t = f.t(x);
+        for (const g of frames) {
+          g.cursor.setAttribute('x1', x); g.cursor.setAttribute('x2', x);
+          g.cursor.setAttribute('visibility', 'visible');
+        }
+        tip.replaceChildren(...describe(ctx, t));
+        tip.hidden = false;
+        const rr = root.getBoundingClientRect();
+        const left = ev.clientX - rr.left + 14;
+        tip.style.left = Math.min(left, rr.width - tip.offsetWidth - 4) + 'px';
+        tip.style.top = (ev.clientY - rr.top + 14) + 'px';
+        tip.dataset.t = iso(t);
+        clearTimeout(rest);
+        if (opts.onRest) rest = setTimeout(() => opts.onRest(t, tip), 250);
+      });
+      f.root.addEventListener('pointerleave', hide);
+    }
+  }
+
+  // ---- the whole view ----------------------------------------------------
+
+  // render draws view into root, replacing what it held:
+  //   view.from, view.to: the range (ms); view.bucket: the bucket width;
+  //   view.lanes: [{id, title, bands, tables, flags, overlay}] level charts;
+  //   view.signals: [{name, t, min, max, state}];
+  //   view.thresholds: [{id, label, tables, judged}] the threshold sets
+  //     drawn on every signal chart (judged: a lane whose bands pick the
+  //     threshold each moment was judged against);
+  //   view.tables: the tables a lane without its own uses;
+  //   view.marks: [{at, kind, action, level, mode, ttl, reason, actor}].
+  // opts.width overrides the root's width; opts.onRest(t, tip) is called
+  // when the pointer rests on a moment.
+  function render(root, view, opts) {
+    opts = opts || {};
+    const width = Math.max(480, Math.floor(opts.width || root.clientWidth || 960));
+    const ctx = Object.assign({ width, marks: [], tables: [], thresholds: [], signals: [], lanes: [] }, view);
+    root.classList.add('tl');
+    const frames = [];
+    const items = [];
+    ctx.lanes.forEach((lane, i) => {
+      frames.push(drawLane(ctx, Object.assign({ tables: [] }, lane), !ctx.signals.length && i === ctx.lanes.length - 1));
+    });
+    ctx.signals.forEach((sig, i) => { frames.push(drawSignal(ctx, sig, i === ctx.signals.length - 1)); });
+    for (const f of frames) items.push(f.box);
+    const tip = html('div', 'tl-tip');
+    tip.setAttribute('role', 'tooltip');
+    tip.hidden = true;
+    items.push(tip);
+    root.replaceChildren(...items);
+    hover(ctx, frames, root, tip, opts);
+    return { frames, tip };
+  }
+
+  return { render, fromSeries, severity, info, stamp, markText, admission, tableAt, SIGNALS };
+}());

@@ -151,9 +151,9 @@ sse: {heartbeat: 1s}
 			return false
 		}
 		for _, want := range []struct {
-			c                          chart
+			c                         chart
 			kind, action, actor, text string
-			at                         time.Time
+			at                        time.Time
 		}{
 			{lane, "override", "set", "alice", "", in.pinned},
 			{cpu, "override", "set", "alice", "", in.pinned},

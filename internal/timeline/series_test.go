@@ -338,6 +338,12 @@ func BenchmarkReadSeriesDay(b *testing.B) {
 	for sec := range 86400 {
 		l := tick(float64(sec), "Normal", 40)
 		l.At = from.Add(time.Duration(sec) * time.Second)
+		for _, sig := range levels.AllSignals[1:] { // as a daemon records them: every built-in signal
+			v := float64(sec % 100)
+			l.Signals[sig] = levels.LineSignal{Value: &v, State: "available"}
+		}
+		l.Signals[levels.CPUPressure] = levels.LineSignal{State: "off"}
+		l.Window = levels.LineWindow{Attempts: 12000, Failures: 48, LatencyCounts: []int64{120, 800, 2400, 3100, 2600, 1900, 700, 250, 90, 30, 8, 2, 0, 0}}
 		if sec == 0 {
 			l.Config = table(80)
 		}

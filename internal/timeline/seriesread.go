@@ -266,10 +266,11 @@ func startPipeline(b *Builder) *pipeline {
 	p := &pipeline{work: make(chan *parseBatch), ordered: make(chan *parseBatch, 2*n)}
 	for range n {
 		p.wg.Go(func() {
+			d := &lineDecoder{names: map[string]levels.Signal{}}
 			for pb := range p.work {
 				pb.lines, pb.ok = make([]levels.Line, len(pb.raw)), make([]bool, len(pb.raw))
 				for i, raw := range pb.raw {
-					pb.ok[i] = parseLine(raw, &pb.lines[i])
+					pb.ok[i] = d.decode(raw, &pb.lines[i])
 				}
 				close(pb.done)
 			}

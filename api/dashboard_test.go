@@ -117,18 +117,6 @@ func blocks(s, open, closing string) []string {
 	}
 }
 
-func between(t *testing.T, s, open, closing string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(s, open)
-	if !ok {
-		t.Fatalf("no %s in page", open)
-	}
-	body, _, ok := strings.Cut(rest, closing)
-	if !ok {
-		t.Fatalf("no %s in page", closing)
-	}
-	return body
-}
 
 func TestSamples(t *testing.T) {
 	r := newIdleRigEvery(t, Deps{}, 30*time.Second) // keeps 20 samples; the test takes no 30s

@@ -764,12 +764,13 @@
       loadLevels();
       loadSamples();
       loadHistory();
-      if (opens > 1) timelineView.reconnected(); // fill in what the page missed
+      timelineView.opened(); // the first time, its first load; after, fill in what the page missed
     };
     es.addEventListener('level', (e) => applyState(JSON.parse(e.data), true));
     es.addEventListener('sample', (e) => addSample(JSON.parse(e.data)));
     es.onerror = () => {
       if (lostAt === null) lostAt = Date.now();
+      timelineView.start(); // a daemon that cannot stream may still have a timeline
       if (es.readyState === EventSource.CLOSED) {
         // Refused outright (such as 503 at the subscriber limit): EventSource
         // gives up, so retry with a growing delay.

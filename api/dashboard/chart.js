@@ -466,10 +466,11 @@ const DegradedCharts = (function () {
         }
         tip.replaceChildren(...describe(ctx, t));
         tip.hidden = false;
-        const rr = root.getBoundingClientRect();
-        const left = ev.clientX - rr.left + 14;
-        tip.style.left = Math.min(left, rr.width - tip.offsetWidth - 4) + 'px';
-        tip.style.top = (ev.clientY - rr.top + 14) + 'px';
+        // Fixed to the viewport, so that no scrolling box clips it.
+        const left = Math.min(ev.clientX + 14, document.documentElement.clientWidth - tip.offsetWidth - 4);
+        const top = ev.clientY + 14 + tip.offsetHeight > window.innerHeight ? ev.clientY - tip.offsetHeight - 10 : ev.clientY + 14;
+        tip.style.left = Math.max(0, left) + 'px';
+        tip.style.top = Math.max(0, top) + 'px';
         tip.dataset.t = iso(t);
         clearTimeout(rest);
         if (opts.onRest) rest = setTimeout(() => opts.onRest(t, tip), 250);

@@ -289,9 +289,13 @@ const DegradedHistory = (function () {
       state.from = Date.parse(decodeURIComponent(m[1]));
       state.to = Date.parse(decodeURIComponent(m[2]));
     }
-    load();
-
-    return { sample, state: levelEvent, reconnected: () => { if (state.view) load(); }, reload: load };
+    // The first load waits for the page's own first reads (the stream
+    // opened, the table and the samples asked for): the level comes first.
+    let started = false;
+    const start = () => {
+      if (!started) { started = true; load(); }
+    };
+    return { sample, state: levelEvent, opened: () => { if (started) load(); else start(); }, start, reload: load };
   }
 
   return { init };

@@ -175,6 +175,9 @@ sse: {heartbeat: 1s}
 		p.do("point at the pin", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0]+x(lane, at), box[1]))
 		p.waitFor("the tooltip names the pinned level", `!document.querySelector('.tl-tip').hidden && document.querySelector('.tl-tip').textContent.includes('Published level: Severe (override)')`, 2*time.Second)
 		p.waitFor("the tooltip shows the recorded line", `(document.querySelector('.tl-tip .tip-line') || {textContent: ''}).textContent.includes('override pin Severe by alice')`, 5*time.Second)
+		if shot, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot()); err == nil {
+			writeFile(t, filepath.Join(shotDir(t), "history-hover.png"), shot)
+		}
 	})
 
 	// The screenshots show the incident over the last 15 minutes.

@@ -117,7 +117,6 @@ func blocks(s, open, closing string) []string {
 	}
 }
 
-
 func TestSamples(t *testing.T) {
 	r := newIdleRigEvery(t, Deps{}, 30*time.Second) // keeps 20 samples; the test takes no 30s
 	got := decodeBody[map[string][]levels.Sample](t, r.do("GET", "/v1/samples", ""))

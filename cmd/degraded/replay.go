@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,11 +70,11 @@ by side and the summary table.`,
 		}
 		opts := replay.Options{Config: cfg, Files: files, From: bounds[0], To: bounds[1], Seed: seedOpt}
 		if *format == "html" {
-			return writeReport(*out, stdout, stderr, opts, replay.HTMLInfo{Candidate: candidateName(*path), Timelines: args, Generated: time.Now()})
+			return writeReport(c.Context(), *out, stdout, stderr, opts, replay.HTMLInfo{Candidate: candidateName(*path), Timelines: args, Generated: time.Now()})
 		}
-		res, err := replay.Run(opts)
+		res, err := runReplay(c.Context(), func() (*replay.Result, error) { return replay.Run(opts) })
 		if err != nil {
-			return err // exit 1, replay.ErrNoLines included
+			return err // exit 1, replay.ErrNoLines and an interrupt included
 		}
 		for _, w := range res.Warnings {
 			fmt.Fprintln(stderr, "warning: "+w)
@@ -101,12 +103,12 @@ by side and the summary table.`,
 
 // writeReport writes the HTML report to path (stdout for ""), and says
 // where it went on stderr.
-func writeReport(path string, stdout, stderr io.Writer, o replay.Options, about replay.HTMLInfo) error {
+func writeReport(ctx context.Context, path string, stdout, stderr io.Writer, o replay.Options, about replay.HTMLInfo) error {
 	dst, done, err := output(path, stdout)
 	if err != nil {
 		return err
 	}
-	res, err := replay.WriteHTML(dst, o, about)
+	res, err := runReplay(ctx, func() (*replay.Result, error) { return replay.WriteHTML(dst, o, about) })
 	if err := done(err); err != nil {
 		return err
 	}
@@ -162,4 +164,29 @@ func candidateName(path string) string {
 		return "the embedded defaults"
 	}
 	return filepath.Base(path)
+}
+
+// errInterrupted ends a replay cut short by SIGINT or SIGTERM (exit 1).
+var errInterrupted = errors.New("replay interrupted before the timeline was read to its end")
+
+// runReplay runs the replay until it ends or ctx does. A read from a FIFO
+// or a pipe blocks until its writer writes, and replay.Run cannot be
+// stopped meanwhile: an interrupt returns at once and leaves it to end
+// with the process.
+func runReplay(ctx context.Context, run func() (*replay.Result, error)) (*replay.Result, error) {
+	type result struct {
+		res *replay.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := run()
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, errInterrupted
+	}
 }

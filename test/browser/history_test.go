@@ -34,13 +34,13 @@ func TestHistoryInChromium(t *testing.T) {
 	r := daemontest.Start(t, fmt.Sprintf(`data_dir: %q
 health_check_interval: 200ms
 minimum_level_duration: 30s
-auth: {token: %q}
+auth: {token: %q, operators: [{name: alice, token: %q}]}
 sse: {heartbeat: 1s}
-`, data, adminToken)+incidentTable(75), rig.Options{CPU: &wave{base: 24, amp: 4, period: 90}, Memory: &wave{base: 52, amp: 2, period: 300}})
+`, data, adminToken, aliceToken)+incidentTable(75), rig.Options{CPU: &wave{base: 24, amp: 4, period: 90}, Memory: &wave{base: 52, amp: 2, period: 300}})
 	p := openBrowser(t, 3*time.Minute)
 	p.do("open the dashboard", chromedp.Navigate(r.URL+"/"))
 	p.waitFor("the History view asks for the admin token", `!document.getElementById('tl-auth').hidden`, 10*time.Second)
-	p.do("enter the token", chromedp.SetValue(chromedp.ID("tl-token"), adminToken), chromedp.Click(chromedp.ID("tl-token-show")))
+	p.do("enter alice's token", chromedp.SetValue(chromedp.ID("tl-token"), aliceToken), chromedp.Click(chromedp.ID("tl-token-show")))
 	p.waitFor("the last hour is drawn", `document.querySelectorAll('#tl-charts svg[data-lane="published"] rect.band').length > 3 &&
 		document.querySelector('#tl-charts svg[data-signal="cpu"]') !== null`, 10*time.Second)
 

@@ -27,9 +27,10 @@ import (
 // with: the real daemon (internal/daemon, the wiring of `degraded serve`)
 // runs six minutes in fake time (testing/synctest) and records its
 // timeline. CPU climbs past Major's threshold, a service reports its
-// outcomes and admission every second, alice pins Severe, then reloads a
-// table with lower CPU thresholds, the pin expires, CPU falls and the
-// level steps down to Normal.
+// outcomes and admission every second, alice (an operator, with her own
+// token) pins Severe through PUT /v1/override, then reloads a table with
+// lower CPU thresholds through POST /-/reload, the pin expires, CPU falls
+// and the level steps down to Normal.
 
 // incidentTable is the level table, Major's cpu threshold at major.
 func incidentTable(major int) string {
@@ -49,9 +50,12 @@ minimum_level_duration: 30s
 recovery_jitter: 0
 error_rate_window: 10s
 error_rate_window_buckets: 10
-auth: {token: %q}
-`, dataDir, adminToken) + incidentTable(major)
+auth: {token: %q, operators: [{name: alice, token: %q}]}
+`, dataDir, adminToken, aliceToken) + incidentTable(major)
 }
+
+// aliceToken is the operator alice's token.
+const aliceToken = "alice-s3cret"
 
 // The incident's script, in seconds from the start.
 const (
@@ -114,17 +118,12 @@ func recordIncident(t *testing.T, dataDir string) incident {
 			case incidentCPUUp:
 				cpu.set(88)
 			case incidentPin:
-				if _, err := d.Controller().SetOverride(controller.OverrideRequest{Level: "Severe", Mode: controller.ModePin, TTL: 90 * time.Second,
-					Reason: incidentPinReason, Actor: "alice"}); err != nil {
-					t.Fatal(err)
-				}
+				client.as(aliceToken, "PUT", "/v1/override", `{"level":"Severe","mode":"pin","ttl":"90s","reason":"`+incidentPinReason+`"}`)
 			case incidentReload:
 				mu.Lock()
 				major = 75
 				mu.Unlock()
-				if err := d.Reload("alice"); err != nil {
-					t.Fatal(err)
-				}
+				client.as(aliceToken, "POST", "/-/reload", "")
 			case incidentCPUDown:
 				cpu.set(22)
 			}
@@ -171,6 +170,21 @@ func recordIncident(t *testing.T, dataDir string) incident {
 type service struct {
 	h http.Handler
 	t *testing.T
+}
+
+// as makes an operator's request, which must succeed.
+func (s *service) as(token, method, path, body string) {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Host = "localhost"
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	w := httptest.NewRecorder()
+	s.h.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		s.t.Fatalf("%s %s: %d %s", method, path, w.Code, w.Body)
+	}
 }
 
 func (s *service) report(st *controller.State, failures int) {

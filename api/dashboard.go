@@ -34,9 +34,9 @@ func dashboardPage() *assembled {
 	// The style sheets and scripts of package dashboard (plain files with
 	// no build step and nothing loaded from elsewhere: the machines that
 	// run degraded often have no internet), in the order index.html names
-	// them: chart.js defines what history.js and app.js use.
+	// them: chart-base.js and chart.js define what history.js and app.js use.
 	dashboardStyles := []string{"style.css", "chart.css"}
-	dashboardScripts := []string{"chart.js", "history.js", "app.js"}
+	dashboardScripts := []string{"chart-base.js", "chart.js", "history.js", "app.js"}
 
 	read := func(name string) []byte {
 		b, err := dashboard.Files.ReadFile(name)

@@ -29,13 +29,13 @@ func TestDashboardPage(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	for _, tag := range []string{styleTag("style.css"), styleTag("chart.css"), scriptTag("chart.js"), scriptTag("history.js"), scriptTag("app.js")} {
+	for _, tag := range []string{styleTag("style.css"), styleTag("chart.css"), scriptTag("chart-base.js"), scriptTag("chart.js"), scriptTag("history.js"), scriptTag("app.js")} {
 		if strings.Contains(page, tag) {
 			t.Errorf("page still has %s instead of inlining it", tag)
 		}
 	}
-	if n := strings.Count(page, "<script>"); n != 3 {
-		t.Errorf("page has %d inline scripts, want 3 (chart.js, history.js, app.js)", n)
+	if n := strings.Count(page, "<script>"); n != 4 {
+		t.Errorf("page has %d inline scripts, want 4 (chart-base.js, chart.js, history.js, app.js)", n)
 	}
 
 	t.Run("nothing loaded from elsewhere", func(t *testing.T) {

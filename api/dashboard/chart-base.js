@@ -229,7 +229,7 @@ const DegradedChartKit = (function () {
   }
 
   return {
-    SIGNALS, ROW, SIGNAL_H, info, svg, html, severity, clock, stamp, iso, fmt, admission, fromSeries,
+    SIGNALS, ROW, SIGNAL_H, LABEL_COLUMN, info, svg, html, severity, clock, stamp, iso, fmt, admission, fromSeries,
     tableAt, bandAt, nearest, markText, frame, drawMarks, drawAxis,
   };
 }());

@@ -8,7 +8,7 @@
 'use strict';
 const DegradedCharts = (function () {
   const {
-    SIGNALS, ROW, SIGNAL_H, info, svg, html, severity, stamp, iso, fmt, admission, fromSeries,
+    SIGNALS, ROW, SIGNAL_H, LABEL_COLUMN, info, svg, html, severity, stamp, iso, fmt, admission, fromSeries,
     tableAt, bandAt, nearest, markText, frame, drawMarks, drawAxis,
   } = DegradedChartKit;
 

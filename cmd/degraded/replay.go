@@ -72,7 +72,7 @@ by side and the summary table.`,
 		if *format == "html" {
 			return writeReport(c.Context(), *out, stdout, stderr, opts, replay.HTMLInfo{Candidate: candidateName(*path), Timelines: args, Generated: time.Now()})
 		}
-		res, err := runReplay(c.Context(), func() (*replay.Result, error) { return replay.Run(opts) })
+		res, err := runReplay(c.Context(), opts)
 		if err != nil {
 			return err // exit 1, replay.ErrNoLines and an interrupt included
 		}
@@ -108,7 +108,11 @@ func writeReport(ctx context.Context, path string, stdout, stderr io.Writer, o r
 	if err != nil {
 		return err
 	}
-	res, err := runReplay(ctx, func() (*replay.Result, error) { return replay.WriteHTML(dst, o, about) })
+	o.Context = ctx
+	res, err := replay.WriteHTML(dst, o, about)
+	if ctx.Err() != nil {
+		err = errInterrupted
+	}
 	if err := done(err); err != nil {
 		return err
 	}
@@ -169,24 +173,13 @@ func candidateName(path string) string {
 // errInterrupted ends a replay cut short by SIGINT or SIGTERM (exit 1).
 var errInterrupted = errors.New("replay interrupted before the timeline was read to its end")
 
-// runReplay runs the replay until it ends or ctx does. A read from a FIFO
-// or a pipe blocks until its writer writes, and replay.Run cannot be
-// stopped meanwhile: an interrupt returns at once and leaves it to end
-// with the process.
-func runReplay(ctx context.Context, run func() (*replay.Result, error)) (*replay.Result, error) {
-	type result struct {
-		res *replay.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := run()
-		done <- result{res, err}
-	}()
-	select {
-	case r := <-done:
-		return r.res, r.err
-	case <-ctx.Done():
+// runReplay runs the replay until it ends or ctx does: an interrupt
+// closes the files (a read from a FIFO ends with them) and is errInterrupted.
+func runReplay(ctx context.Context, o replay.Options) (*replay.Result, error) {
+	o.Context = ctx
+	res, err := replay.Run(o)
+	if ctx.Err() != nil {
 		return nil, errInterrupted
 	}
+	return res, err
 }

@@ -46,17 +46,23 @@ type HTMLInfo struct {
 // admission over time, each signal with both tables' thresholds, the
 // transitions of each side by side and the summary table. The charts are
 // the dashboard's History view's (api/dashboard's chart.js). It returns
-// the result, whose warnings are the caller's to print.
+// the result, whose warnings are the caller's to print. Without both From
+// and To it reads the files twice (the range first), so they must then be
+// regular files, not pipes.
 func WriteHTML(w io.Writer, o Options, about HTMLInfo) (*Result, error) {
-	from, to, err := span(o.Files, o.From, o.To)
-	if err != nil {
-		return nil, err
-	}
-	if !o.From.IsZero() {
-		from = o.From
-	}
-	if !o.To.IsZero() {
-		to = o.To
+	from, to := o.From, o.To
+	if from.IsZero() || to.IsZero() {
+		// The buckets need the range: read it from the lines' times first.
+		first, last, err := span(o.Context, o.Files, o.From, o.To)
+		if err != nil {
+			return nil, err
+		}
+		if from.IsZero() {
+			from = first
+		}
+		if to.IsZero() {
+			to = last
+		}
 	}
 	c := newCollector(from, to, reportPoints)
 	o.Observe = c.observe

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -139,10 +140,20 @@ func (c *collector) estimate(l levels.Line) {
 }
 
 // span finds the first and last "at" of the files' lines within [from, to]
-// (a zero end is open), reading only each line's at.
-func span(files []string, from, to time.Time) (first, last time.Time, err error) {
+// (a zero end is open), reading only each line's at. A file that is not a
+// regular one (a pipe, which the replay could not read again) is an
+// error, as is ctx ending (nil: never).
+func span(ctx context.Context, files []string, from, to time.Time) (first, last time.Time, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	for _, name := range files {
-		if err := eachAt(name, func(at time.Time) {
+		if st, err := os.Stat(name); err != nil {
+			return first, last, fmt.Errorf("timeline: %w", err)
+		} else if !st.Mode().IsRegular() {
+			return first, last, fmt.Errorf("timeline %s is not a regular file: the HTML report reads it twice; give --from and --to, or copy it to a file", name)
+		}
+		if err := eachAt(ctx, name, func(at time.Time) {
 			if (!from.IsZero() && at.Before(from)) || (!to.IsZero() && at.After(to)) {
 				return
 			}
@@ -159,23 +170,27 @@ func span(files []string, from, to time.Time) (first, last time.Time, err error)
 	return first, last, nil
 }
 
-// eachAt calls fn with the "at" of every line of the file that has one.
-func eachAt(name string, fn func(time.Time)) error {
+// eachAt calls fn with the "at" of every line of the file that has one,
+// until ctx ends.
+func eachAt(ctx context.Context, name string, fn func(time.Time)) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return fmt.Errorf("timeline: %w", err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 256<<10)
-	for {
+	for n := 0; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		b, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			long := append([]byte(nil), b...)
+			// A line longer than the buffer is damaged (the replay skips
+			// it): pass over it without holding it.
 			for errors.Is(err, bufio.ErrBufferFull) {
-				b, err = br.ReadSlice('\n')
-				long = append(long, b...)
+				_, err = br.ReadSlice('\n')
 			}
-			b = long
+			b = nil
 		}
 		if at, ok := atOf(b); ok {
 			fn(at)

@@ -278,7 +278,8 @@ func writeDays(t *testing.T, dir string, lines []levels.Line) {
 
 // TestReadSeries: the table in force at from comes from a config line
 // before it, in an earlier day's file when its own has none; a line still
-// being written and lines that do not parse are left out; a range without
+// being written, lines that do not parse and a line over 1 MiB are left
+// out; a range without
 // lines still names the table; an ended context is an error.
 func TestReadSeries(t *testing.T) {
 	dir := t.TempDir()
@@ -295,7 +296,8 @@ func TestReadSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	torn, _ := json.Marshal(tick(121, "Major", 99))
-	f.WriteString("not json\n" + `{"v":1,"at":"2026-12-01T10:01:00.5Z","trigger":` + "\n" + string(torn[:40]))
+	huge := `{"v":1,"at":"2026-12-01T10:01:00.7Z","trigger":"tick","published":"Emergency","x":"` + strings.Repeat("x", 2<<20) + `"}`
+	f.WriteString("not json\n" + `{"v":1,"at":"2026-12-01T10:01:00.5Z","trigger":` + "\n" + huge + "\n" + string(torn[:40]))
 	f.Close()
 
 	s, err := ReadSeries(context.Background(), dir, s0.Add(30*time.Second), s0.Add(time.Hour), 60)
@@ -306,7 +308,7 @@ func TestReadSeries(t *testing.T) {
 		t.Errorf("%d lines, tables %+v; want 90 lines and the table of the start line a day before", s.Lines, s.Tables)
 	}
 	if n := len(s.Bands); n != 1 || s.Bands[0].Level != "Normal" {
-		t.Errorf("bands %+v, want one Normal band (the torn Major line is being written)", s.Bands)
+		t.Errorf("bands %+v, want one Normal band (the torn Major line is being written, the Emergency one too long)", s.Bands)
 	}
 
 	empty, err := ReadSeries(context.Background(), dir, s0.Add(2*time.Hour), s0.Add(3*time.Hour), 60)

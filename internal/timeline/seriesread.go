@@ -144,6 +144,10 @@ func (sc *scan) prime() error {
 	return nil
 }
 
+// maxLine bounds a line eachLine gathers: a longer one is damaged (as
+// degraded replay counts it), and skipped without being held.
+const maxLine = 1 << 20
+
 // eachLine calls fn with every complete line of the file (a last line
 // without its newline is still being written). A file deleted meanwhile
 // has no lines.
@@ -165,13 +169,20 @@ func eachLine(ctx context.Context, path string, fn func([]byte) error) error {
 		}
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: read the rest of it.
+			// A line longer than the buffer is gathered up to maxLine;
+			// past it the line is damaged, passed over, never held whole.
 			long := bytes.Clone(line)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
+				if long != nil && len(long)+len(line) <= maxLine {
+					long = append(long, line...)
+				} else {
+					long = nil
+				}
 			}
-			line = long
+			if line = long; line == nil && err == nil {
+				continue
+			}
 		}
 		if err == io.EOF {
 			return nil

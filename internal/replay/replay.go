@@ -37,7 +37,8 @@ type Options struct {
 	// Observe, if set, is called with every line the machine takes (up to
 	// To, those before From included) once it took it, with the
 	// candidate's published state and the config then in force: the HTML
-	// report's series. It must not keep l's maps beyond the call.
+	// report's series. Each line is parsed for the call and not used again
+	// by the replay, so fn may keep what it points to.
 	Observe func(l levels.Line, candidate levels.Published, cfg levels.Config)
 }
 

@@ -109,8 +109,24 @@ func (n noting) ClientHandshake(ctx context.Context, authority string, conn net.
 	c, info, err := n.TransportCredentials.ClientHandshake(ctx, authority, conn)
 	if err != nil {
 		n.f.noteConn(err, true)
+		return c, info, err
 	}
-	return c, info, err
+	return alertConn{c, n.f}, info, nil
+}
+
+// alertConn notes a TLS alert read after the handshake: with TLS 1.3 a
+// server that refuses the client's certificate says so only then.
+type alertConn struct {
+	net.Conn
+	f *Fleet
+}
+
+func (c alertConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && strings.Contains(err.Error(), "remote error: tls:") {
+		c.f.noteConn(err, true)
+	}
+	return n, err
 }
 
 func (n noting) Clone() credentials.TransportCredentials {

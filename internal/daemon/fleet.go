@@ -24,10 +24,15 @@ type fleetService struct {
 	log    *slog.Logger
 	maxTTL func() time.Duration // max_override_ttl in force
 
+	settle time.Duration // how long a PUT or DELETE waits for its own change to come by the watch
+
 	refusedTotal atomic.Uint64
 	mu           sync.Mutex
 	refused      *api.FleetRefusal // the fleet override etcd holds that was refused, if any
 	epoch        int               // the fleet's rollback epoch last applied
+	applied      int64             // the revision of the last update applied from the watch
+	appliedErr   error             // and what applying it returned
+	appliedCh    chan struct{}     // closed and replaced at each update applied from the watch
 }
 
 var _ api.FleetService = (*fleetService)(nil)
@@ -61,7 +66,8 @@ func (d *Daemon) openFleet(cfg *config.Config, opts *controller.Options) error {
 	if err != nil {
 		return err
 	}
-	d.fleet = &fleetService{f: f, log: d.log, maxTTL: func() time.Duration { return d.cfg.Load().MaxOverrideTTL }}
+	d.fleet = &fleetService{f: f, log: d.log, maxTTL: func() time.Duration { return d.cfg.Load().MaxOverrideTTL },
+		settle: min(cfg.Fleet.Etcd.DialTimeout, 2*time.Second), appliedCh: make(chan struct{})}
 	opts.Fleet = &controller.FleetInfo{Name: cfg.Fleet.Name, Instance: instance, Connected: f.Connected}
 	opts.FleetErrors = d.fleetErrors(cfg)
 	return nil
@@ -122,9 +128,16 @@ func (s *fleetService) applyUpdates(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		if err := s.apply(u, true); err != nil && !errors.Is(err, errRefused) {
+		err = s.apply(u, true)
+		if err != nil && !errors.Is(err, errRefused) {
 			s.log.Error("fleet override not applied", "revision", u.Revision, "err", err)
 		}
+		s.mu.Lock()
+		s.applied, s.appliedErr = u.Revision, err
+		ch := s.appliedCh
+		s.appliedCh = make(chan struct{})
+		s.mu.Unlock()
+		close(ch)
 	}
 }
 
@@ -166,7 +179,35 @@ func (s *fleetService) SetOverride(ctx context.Context, r controller.OverrideReq
 	if err != nil {
 		return unavailable(err)
 	}
-	return s.apply(u, false)
+	return s.own(ctx, u)
+}
+
+// own applies this instance's own committed change: it waits (up to
+// settle) for the watch to bring it, so that every change etcd committed
+// before it is applied first, in order, and this instance's history
+// misses none; if the watch is slow (the session is moving to another
+// member) it applies it directly.
+func (s *fleetService) own(ctx context.Context, u fleet.OverrideUpdate) error {
+	t := time.NewTimer(s.settle)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		applied, err, ch := s.applied, s.appliedErr, s.appliedCh
+		s.mu.Unlock()
+		switch {
+		case applied == u.Revision:
+			return err
+		case applied > u.Revision:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return s.apply(u, false)
+		case <-ctx.Done():
+			return s.apply(u, false)
+		}
+	}
 }
 
 func (s *fleetService) ClearOverride(ctx context.Context, actor string) error {
@@ -178,7 +219,7 @@ func (s *fleetService) ClearOverride(ctx context.Context, actor string) error {
 	if err != nil {
 		return unavailable(err)
 	}
-	return s.apply(u, false)
+	return s.own(ctx, u)
 }
 
 func (s *fleetService) Document(ctx context.Context, limit int) api.FleetDocument {

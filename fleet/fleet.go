@@ -94,6 +94,7 @@ type Fleet struct {
 	bad       map[string]string // aggregator: keys left out, with the problem logged
 	logged    errorLog
 	conn      connNote      // the last failed connection attempt
+	audit     auditState    // what this Fleet last wrote of the audit
 	reportCh  chan struct{} // a new report is waiting; buffered 1
 }
 

@@ -43,7 +43,7 @@ func (f *Fleet) SetOverride(ctx context.Context, o Override) (OverrideUpdate, er
 		// On an error the new lease is left to run out: the transaction
 		// may have committed all the same, and revoking it would delete
 		// the key.
-		rev, err = f.audited(ctx, cli, e, clientv3.OpPut(f.keys.override(), string(b), clientv3.WithLease(lease.ID)), b)
+		rev, err = f.audited(ctx, cli, e, clientv3.OpPut(f.keys.override(), string(b), clientv3.WithLease(lease.ID)), b, lease.ID)
 		return err
 	})
 	if err != nil {
@@ -61,7 +61,7 @@ func (f *Fleet) ClearOverride(ctx context.Context, reason, actor string) (Overri
 	var rev int64
 	err := f.do(ctx, "clear the fleet override", func(ctx context.Context, cli *clientv3.Client) error {
 		var err error
-		rev, err = f.audited(ctx, cli, e, clientv3.OpDelete(f.keys.override()), nil)
+		rev, err = f.audited(ctx, cli, e, clientv3.OpDelete(f.keys.override()), nil, clientv3.NoLease)
 		return err
 	})
 	if err != nil {
@@ -70,35 +70,24 @@ func (f *Fleet) ClearOverride(ctx context.Context, reason, actor string) (Overri
 	return OverrideUpdate{Revision: rev, Actor: actor}, nil
 }
 
-// audited commits change with the next audit entry: it reads audit_seq
-// and the override, then in one transaction that holds only if audit_seq
-// is unchanged, applies change, increments audit_seq, writes the entry
-// and deletes the one AuditKeep back. It retries when another writer got
-// there first. When the override already holds value (an earlier try of
-// the same call committed, but its answer was lost), it returns that
-// revision instead of writing again. Once committed, it revokes the lease
-// of the override it replaced or deleted, which nothing holds any more:
-// otherwise every PUT would leave a lease in etcd for as long as its ttl.
-func (f *Fleet) audited(ctx context.Context, cli *clientv3.Client, e AuditEntry, change clientv3.Op, value []byte) (int64, error) {
+// audited commits change with the next audit entry, in one transaction
+// that holds only if audit_seq is unchanged since it was read: it applies
+// change, increments audit_seq, writes the entry and deletes the one
+// AuditKeep back. The first try compares with the audit_seq this Fleet
+// last wrote or saw (0, "absent", in a new fleet), and a transaction that
+// fails its compare reads audit_seq and the override in its Else branch,
+// so that a write usually takes one round trip, and two when another
+// instance wrote last. When the override already holds value (an earlier
+// try of the same call committed, but its answer was lost), it returns
+// that revision instead of writing again. Once committed, it revokes the
+// lease of the override it replaced or deleted, which nothing holds any
+// more: otherwise every PUT would leave a lease in etcd for as long as
+// its ttl.
+func (f *Fleet) audited(ctx context.Context, cli *clientv3.Client, e AuditEntry, change clientv3.Op, value []byte, lease clientv3.LeaseID) (int64, error) {
+	f.mu.Lock()
+	seq, modRev, replaced := f.audit.seq, f.audit.modRev, f.audit.lease
+	f.mu.Unlock()
 	for {
-		read, err := cli.Txn(ctx).Then(clientv3.OpGet(f.keys.auditSeq()), clientv3.OpGet(f.keys.override())).Commit()
-		if err != nil {
-			return 0, err
-		}
-		var seq, modRev int64
-		if kvs := read.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-			modRev = kvs[0].ModRevision
-			if seq, err = strconv.ParseInt(string(kvs[0].Value), 10, 64); err != nil {
-				return 0, fmt.Errorf("fleet: %s holds %q, not a number: %w", f.keys.auditSeq(), kvs[0].Value, err)
-			}
-		}
-		var replaced clientv3.LeaseID
-		if kvs := read.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
-			if value != nil && bytes.Equal(kvs[0].Value, value) {
-				return kvs[0].ModRevision, nil
-			}
-			replaced = clientv3.LeaseID(kvs[0].Lease)
-		}
 		e.Seq = seq + 1
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -110,15 +99,40 @@ func (f *Fleet) audited(ctx context.Context, cli *clientv3.Client, e AuditEntry,
 		if old := e.Seq - AuditKeep; old > 0 {
 			ops = append(ops, clientv3.OpDelete(f.keys.audit(old)))
 		}
-		tr, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(f.keys.auditSeq()), "=", modRev)).Then(ops...).Commit()
+		tr, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(f.keys.auditSeq()), "=", modRev)).Then(ops...).
+			Else(clientv3.OpGet(f.keys.auditSeq()), clientv3.OpGet(f.keys.override())).Commit()
 		if err != nil {
 			return 0, err
 		}
 		if tr.Succeeded {
+			f.mu.Lock()
+			f.audit = auditState{seq: e.Seq, modRev: tr.Header.Revision, lease: lease}
+			f.mu.Unlock()
 			f.revokeReplaced(ctx, cli, replaced)
 			return tr.Header.Revision, nil
 		}
+		seq, modRev, replaced = 0, 0, clientv3.NoLease
+		if kvs := tr.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
+			modRev = kvs[0].ModRevision
+			if seq, err = strconv.ParseInt(string(kvs[0].Value), 10, 64); err != nil {
+				return 0, fmt.Errorf("fleet: %s holds %q, not a number: %w", f.keys.auditSeq(), kvs[0].Value, err)
+			}
+		}
+		if kvs := tr.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+			if value != nil && bytes.Equal(kvs[0].Value, value) {
+				return kvs[0].ModRevision, nil
+			}
+			replaced = clientv3.LeaseID(kvs[0].Lease)
+		}
 	}
+}
+
+// auditState is what this Fleet last wrote of the audit: audit_seq's
+// value and mod_revision, and the lease of the override it left (the
+// first guess of the next write's transaction).
+type auditState struct {
+	seq, modRev int64
+	lease       clientv3.LeaseID
 }
 
 // revokeReplaced ends the lease of a fleet override that is no longer in

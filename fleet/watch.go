@@ -55,7 +55,7 @@ func (f *Fleet) resume(s snapshot) int64 {
 	if rolled {
 		f.epoch++
 		f.maxTerm, f.agg, f.watched, f.maxRev = 0, nil, 0, 0
-		f.puts = putState{}
+		f.puts, f.audit = putState{}, auditState{}
 	}
 	f.maxRev = max(f.maxRev, h.Revision)
 	f.clusterID = h.ClusterId

@@ -7,6 +7,7 @@
 //	degbench reaction -binary B                  failing outcomes posted -> SSE level event
 //	degbench idle     -binary B                  CPU and RSS with 100 subscribers, default config
 //	degbench fleet    -binary B -daemons 50      a fleet override through etcd -> every daemon's SSE event
+//	degbench fleet-scale -sizes 100,300,1000     1,000 members of the fleet package in one process on one etcd
 //	degbench report   -results DIR -out FILE     docs/performance.md from the results
 //
 // and, to find the causes of a missed target (not run by run.sh):
@@ -35,10 +36,11 @@ func main() {
 		"reaction":       reactionCmd,
 		"idle":           idleCmd,
 		"fleet":          fleetCmd,
+		"fleet-scale":    fleetScaleCmd,
 		"report":         reportCmd,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|fleet|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|fleet|fleet-scale|report [flags]")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

@@ -256,6 +256,11 @@ func TestDaemonsFollowTheFleetOverride(t *testing.T) {
 		if code, _ := call(t, "GET", d.URL+"/readyz", ""); code != http.StatusOK {
 			t.Errorf("daemon %d /readyz with etcd down: %d, want 200: readiness does not depend on etcd", i, code)
 		}
+		// What it last saw: the aggregate it follows, and the instances of
+		// its last GET /v1/fleet (daemon 1 was asked above).
+		if v := fleetView(t, d); v.Connected || v.Aggregator == nil || v.Levels["Major"] != 3 || (i == 1) != (len(v.Instances) == 3) {
+			t.Errorf("daemon %d's GET /v1/fleet with etcd down: %+v, want the last view it read, connected false", i, v)
+		}
 	}
 	if code, body := call(t, "DELETE", ds[2].URL+"/v1/fleet/override", ""); code != http.StatusServiceUnavailable {
 		t.Errorf("DELETE with etcd down: %d %s, want 503", code, body)

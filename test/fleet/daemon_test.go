@@ -258,7 +258,7 @@ func TestDaemonsFollowTheFleetOverride(t *testing.T) {
 		}
 		// What it last saw: the aggregate it follows, and the instances of
 		// its last GET /v1/fleet (daemon 1 was asked above).
-		if v := fleetView(t, d); v.Connected || v.Aggregator == nil || v.Levels["Major"] != 3 || (i == 1) != (len(v.Instances) == 3) {
+		if v := fleetView(t, d); v.Connected || v.Aggregator == nil || v.Levels["Major"] != 3 || i == 1 && len(v.Instances) != 3 {
 			t.Errorf("daemon %d's GET /v1/fleet with etcd down: %+v, want the last view it read, connected false", i, v)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,10 +156,12 @@ type shedBody struct {
 }
 
 // handleAdmit answers a proxy's "may I serve priority N?": 204 if admitted,
-// else deny_status (403, 429 or 503) with Retry-After.
+// else deny_status (403, 429 or 503) with Retry-After. A priority in the
+// partial band (levels.Partial) is admitted by the daemon's own uniform
+// draw, one per request, as the client's Allow draws.
 //
-// In shadow mode everything is admitted: what enforcement would have shed
-// carries X-Degraded-Would-Shed: 1 and counts in
+// In shadow mode everything is admitted: what enforcement would have shed,
+// partial sheds included, carries X-Degraded-Would-Shed: 1 and counts in
 // shadow_would_shed_total{level}.
 func handleAdmit(c *controller.Controller, m *Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -178,19 +181,28 @@ func handleAdmit(c *controller.Controller, m *Metrics) http.HandlerFunc {
 				return
 			}
 		}
-		st := c.State()
-		w.Header().Set("X-Degraded-Level", st.Level)
-		if int(p) >= st.PriorityThreshold {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		if st.Shadow {
-			m.addOneShed(st.Level)
-			w.Header().Set(wouldShedHeader, "1")
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(st, time.Now())))
-		writeJSON(w, deny, shedBody{Error: "shed", Level: st.Level, PriorityThreshold: st.PriorityThreshold})
+		answerAdmit(w, c.State(), int(p), deny, m, drawUniform)
 	}
+}
+
+// drawUniform is the draw of a request in the partial band: uniform in
+// [0, 1), from math/rand/v2's per-thread generator.
+func drawUniform() float64 { return rand.Float64() }
+
+// answerAdmit answers GET /v1/admit for priority p at st, drawing from
+// draw (uniform in [0, 1)) for a priority in the partial band.
+func answerAdmit(w http.ResponseWriter, st *controller.State, p, deny int, m *Metrics, draw func() float64) {
+	w.Header().Set("X-Degraded-Level", st.Level)
+	if p >= st.PriorityThreshold || st.Partial.Admits(p, st.PriorityThreshold, draw()) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if st.Shadow {
+		m.addOneShed(st.Level)
+		w.Header().Set(wouldShedHeader, "1")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter(st, time.Now())))
+	writeJSON(w, deny, shedBody{Error: "shed", Level: st.Level, PriorityThreshold: st.PriorityThreshold})
 }

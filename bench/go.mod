@@ -7,12 +7,14 @@ replace github.com/degraded/degraded => ../
 require (
 	github.com/degraded/degraded v0.0.0-00010101000000-000000000000
 	github.com/degraded/degraded/client v0.0.0-00010101000000-000000000000
+	github.com/degraded/degraded/degradedgrpc v0.0.0-00010101000000-000000000000
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-kratos/aegis v0.2.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	golang.org/x/sys v0.49.0
+	google.golang.org/grpc v1.83.2
 )
 
 require (
@@ -27,6 +29,7 @@ require (
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
+	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/knadh/koanf/maps v0.1.2 // indirect
 	github.com/knadh/koanf/parsers/yaml v1.1.1 // indirect
@@ -61,8 +64,9 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
-	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/degraded/degraded/client => ../client
+
+replace github.com/degraded/degraded/degradedgrpc => ../degradedgrpc

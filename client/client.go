@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,8 +95,9 @@ func WithHTTPClient(h *http.Client) Option {
 
 // Client follows the daemon's level and answers admission questions from
 // memory. Create it with New and keep it running with Run. All methods are
-// safe for concurrent use; Allow and Feature are a lock-free atomic load
-// and never allocate. Without Run the client never contacts the daemon and
+// safe for concurrent use; Allow, Admit and Feature are a lock-free atomic
+// load and never allocate (Feature locks only in shadow mode while
+// FailClosed decides). Without Run the client never contacts the daemon and
 // the fail mode decides.
 type Client struct {
 	base        *url.URL
@@ -129,6 +132,19 @@ type Client struct {
 	pendingShed map[string]int64
 	refusals    refusals   // owned by the flusher
 	contactLog  contactLog // owned by Run's follow loop
+
+	// The admission report (tally.go, report.go). reporter is this
+	// client's random id; partialKnown is whether the last state
+	// document had the key "partial" (null or not), that is came from a
+	// daemon that takes "admission"; ended holds the tallies of intervals
+	// ended by a new sequence, not yet taken by a flush (guarded by mu);
+	// newSequence wakes the reporter to send them at once; pendingAdm are
+	// reports taken but not yet accepted (owned by the flusher).
+	reporter     string
+	partialKnown atomic.Bool
+	ended        []*tally
+	newSequence  chan struct{}
+	pendingAdm   []*admissionReport
 }
 
 // New returns a client of the daemon at baseURL (e.g.
@@ -147,6 +163,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		reportEvery: DefaultReportInterval,
 		log:         slog.Default(),
 		subs:        map[int]func(old, new State){},
+		reporter:    strconv.FormatUint(rand.Uint64(), 16),
+		newSequence: make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		o(c)
@@ -157,7 +175,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.http == nil {
 		c.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	c.view.Store(newView(nil, true, c.mode, &c.shadow))
+	c.view.Store(newView(nil, true, c.mode, &c.shadow, newTally(nil, time.Now())))
 	return c, nil
 }
 
@@ -165,13 +183,22 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 func (c *Client) Addr() string { return c.base.String() }
 
 // Allow reports whether a request of the given priority should be served
-// now: priority >= the current level's threshold. PriorityCritical is
-// always admitted; a negative priority counts as 0. It is an atomic load
-// and a compare: no lock, no allocation.
+// now: priority >= the current level's threshold, or, when the state
+// publishes partial admission (State.Partial), priority in the band
+// [From, threshold) and a uniform draw below Fraction. PriorityCritical
+// is always admitted; a negative priority counts as 0. It is an atomic
+// load and a compare, plus one draw from math/rand/v2's per-thread
+// generator for a priority in the band: no lock, no allocation.
 //
 // When the last state says shadow (State.Shadow), Allow admits everything,
-// whatever the fail mode, and counts per level what it would have shed
-// (one more atomic add); Run reports the counts with the outcomes.
+// whatever the fail mode, and counts per level what it would have shed,
+// partial sheds included (one more atomic add); Run reports the counts
+// with the outcomes.
+//
+// Allow does not count its decisions for the admission report (see
+// Admit): a service that calls it directly gives the daemon's law only
+// its outcomes, the coarser input. Prefer Admit, Middleware or Do, which
+// count what they decide.
 func (c *Client) Allow(priority int) bool {
 	return c.view.Load().admit(max(priority, 0))
 }
@@ -179,13 +206,25 @@ func (c *Client) Allow(priority int) bool {
 // Feature reports whether the named feature is enabled: false when the
 // current level disables it, or when FailClosed decides. It does not
 // allocate.
+//
+// When the last state says shadow, every feature is enabled, whatever
+// the fail mode, as Allow admits everything; what would have been
+// disabled is counted per feature (see WouldDisable).
 func (c *Client) Feature(name string) bool {
 	v := c.view.Load()
 	if v.allDisabled {
+		if v.shadow {
+			c.shadow.feature(name).Add(1)
+			return true
+		}
 		return false
 	}
-	for _, f := range v.disabled {
+	for i, f := range v.disabled {
 		if f == name {
+			if v.shadow {
+				v.wouldDisable[i].Add(1)
+				return true
+			}
 			return false
 		}
 	}
@@ -227,16 +266,34 @@ func (c *Client) OnChange(f func(old, new State)) (cancel func()) {
 func (c *Client) accept(st *State, now time.Time) {
 	c.lastContact.Store(now.UnixNano())
 	c.mu.Lock()
-	old := c.view.Load().state
-	c.view.Store(newView(st, false, c.mode, &c.shadow))
+	prev := c.view.Load()
+	old := prev.state
+	t := prev.tally
+	newSeq := old == nil || old.Sequence != st.Sequence
+	if newSeq {
+		// Decisions from here on are judged against st: a new interval.
+		if len(c.ended) == maxEnded {
+			c.ended = append(c.ended[:0], c.ended[1:]...) // the reporter is far behind: drop the oldest
+		}
+		t.end = now
+		c.ended = append(c.ended, t)
+		t = newTally(st, now)
+	}
+	c.view.Store(newView(st, false, c.mode, &c.shadow, t))
 	var subs []func(old, new State)
-	if old == nil || old.Sequence != st.Sequence || old.Level != st.Level {
+	if newSeq || old.Level != st.Level {
 		subs = make([]func(old, new State), 0, len(c.subs))
 		for _, f := range c.subs {
 			subs = append(subs, f)
 		}
 	}
 	c.mu.Unlock()
+	if newSeq && old != nil {
+		select { // wake the reporter: the ended interval goes out at once
+		case c.newSequence <- struct{}{}:
+		default:
+		}
+	}
 	var o State
 	if old != nil {
 		o = old.clone()
@@ -264,7 +321,7 @@ func (c *Client) setStale(stale bool) bool {
 	if v.stale == stale || !stale && v.state == nil {
 		return false
 	}
-	c.view.Store(newView(v.state, stale, c.mode, &c.shadow))
+	c.view.Store(newView(v.state, stale, c.mode, &c.shadow, v.tally))
 	return true
 }
 

@@ -15,7 +15,8 @@ type Operation[T any] struct {
 	Fallbacks map[string]func(ctx context.Context) (T, error)
 }
 
-// Do runs op.Primary at Normal or when op.Priority is admitted. Otherwise
+// Do runs op.Primary at Normal or when op.Priority is admitted (as Admit
+// decides: the threshold and the partial band's draw). Otherwise
 // it runs the fallback of the current level or, failing that, of the
 // nearest less severe level that has one (a fallback keyed at Moderate
 // serves from Moderate up, until a more severe level has its own); with
@@ -24,10 +25,13 @@ type Operation[T any] struct {
 // level order is learned by Run from GET /v1/levels; until it is known
 // only the current level's own fallback is found. When the fail mode
 // decides without any state, Do runs Primary if admitted and otherwise
-// returns ErrShed.
+// returns ErrShed. Its decision is counted for the admission report, as
+// Admit counts it; in shadow mode Primary always runs and a would-shed is
+// counted.
 func Do[T any](ctx context.Context, c *Client, op Operation[T]) (T, error) {
-	v := c.view.Load()
-	if v.index == 0 || max(op.Priority, 0) >= v.threshold {
+	t := c.Admit(op.Priority)
+	v := t.v
+	if t.admitted {
 		return op.Primary(ctx)
 	}
 	if f := fallbackFor(c, v, op.Fallbacks); f != nil {

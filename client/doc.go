@@ -8,7 +8,11 @@
 // towards the daemon's error rate, Observe counts an outcome with its
 // latency, and Run flushes them in batches. The Middleware sheds and
 // observes for an http.Handler, and Do picks a degraded fallback for a
-// single operation.
+// single operation. Admit is Allow that also counts the decision for the
+// daemon's admission report and returns a Ticket that records the
+// outcome: the Middleware, Do and the degradedgrpc module's interceptors
+// are built on it. WithPriority, PriorityFrom, WithPropagation and
+// Transport carry a request's priority to the services it calls.
 //
 //	c, err := client.New("http://127.0.0.1:8470", client.WithToken(reportToken))
 //	if err != nil { ... }

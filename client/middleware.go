@@ -1,7 +1,6 @@
 package client
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -50,13 +49,15 @@ func smallPriority(s string) (int, bool) {
 }
 
 // Middleware sheds what the current level does not admit and reports the
-// rest to the daemon's error rate and latency. A request whose priority is
-// not admitted is answered 503 with Retry-After (whole seconds until the
-// level could drop, at least 1) and X-Degraded-Level, without reaching
-// next and without being recorded: shed load must never feed the error
-// rate that caused the shedding. An admitted request counts as a failure
-// if next answers >= 500 or panics (the panic continues up the stack),
-// else as a success; its latency is the time next took to return.
+// rest to the daemon's error rate and latency. A request is admitted as
+// Allow admits it (the threshold, and the partial band's draw); one that
+// is not is answered 503 with Retry-After (whole seconds until the level
+// could drop, at least 1) and X-Degraded-Level, without reaching next and
+// without being recorded: shed load must never feed the error rate that
+// caused the shedding. An admitted request counts as a failure if next
+// answers >= 500 or panics (the panic continues up the stack), else as a
+// success; its latency is the time next took to return. Every decision,
+// admitted or shed, is counted for the admission report (see Admit).
 //
 // Every admitted request's outcome is counted (Client.Record). Its latency
 // is observed (Client.Observe) for every request while the client serves
@@ -72,13 +73,34 @@ func smallPriority(s string) (int, bool) {
 // (http.ResponseController reaches Hijack, deadlines and the rest). It is
 // reused by later requests once next returns, so next must not use it
 // after returning, as net/http already requires. An admitted request
-// costs no allocation.
-func Middleware(c *Client, priority func(*http.Request) int) func(http.Handler) http.Handler {
+// costs no allocation, unless WithPropagation is given.
+func Middleware(c *Client, priority func(*http.Request) int, opts ...MiddlewareOption) func(http.Handler) http.Handler {
+	var cfg middlewareConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	return func(next http.Handler) http.Handler {
-		m := &middleware{c: c, priority: priority, next: next, epoch: time.Now()}
+		m := &middleware{c: c, priority: priority, next: next, epoch: time.Now(), propagate: cfg.propagate}
 		m.writers.New = func() any { return &statusWriter{rng: newXorshift()} }
 		return m
 	}
+}
+
+// MiddlewareOption configures Middleware.
+type MiddlewareOption func(*middlewareConfig)
+
+type middlewareConfig struct {
+	propagate bool
+}
+
+// WithPropagation makes Middleware put each admitted request's priority in
+// its context (WithPriority), so that PriorityFrom, Transport and
+// degradedgrpc's client interceptors carry it to the services the handler
+// calls: a checkout request stays a checkout request three services down.
+// It costs the request's copy with the new context (two allocations, about
+// 100 ns more per request), so it is off by default.
+func WithPropagation() MiddlewareOption {
+	return func(c *middlewareConfig) { c.propagate = true }
 }
 
 // middleware is the handler Middleware returns.
@@ -90,14 +112,19 @@ type middleware struct {
 	// epoch is the origin of the monotonic times the requests are timed
 	// with: time.Since(epoch) reads only the monotonic clock, where
 	// time.Now would read the wall clock too.
-	epoch time.Time
+	epoch     time.Time
+	propagate bool
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	v := m.c.view.Load()
-	if !v.admit(max(m.priority(r), 0)) {
-		shed(w, v)
+	p := m.priority(r)
+	t := m.c.Admit(p)
+	if !t.admitted {
+		shed(w, t)
 		return
+	}
+	if m.propagate {
+		r = r.WithContext(WithPriority(r.Context(), p))
 	}
 	sw := m.writers.Get().(*statusWriter)
 	sw.ResponseWriter = w
@@ -128,19 +155,11 @@ func (m *middleware) done(sw *statusWriter, start time.Duration) {
 }
 
 // shed answers a request the level does not admit.
-func shed(w http.ResponseWriter, v *view) {
+func shed(w http.ResponseWriter, t Ticket) {
 	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(retryAfter(v.recoveryAt, time.Now())))
-	h.Set("X-Degraded-Level", v.level)
+	h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(t.RetryAfter())))
+	h.Set("X-Degraded-Level", t.Level())
 	http.Error(w, "shed: the service is degraded, retry later", http.StatusServiceUnavailable)
-}
-
-// retryAfter is max(1, ceil(at - now)) in whole seconds; 1 without at.
-func retryAfter(at *time.Time, now time.Time) int {
-	if at == nil {
-		return 1
-	}
-	return max(1, int(math.Ceil(at.Sub(now).Seconds())))
 }
 
 // statusWriter remembers the status a handler answered with, and whether

@@ -139,7 +139,8 @@ func (c *Client) flush(ctx context.Context) error {
 	if !c.inShadow() {
 		c.pendingShed = nil
 	}
-	if p.success == 0 && p.failure == 0 && c.pendingShed == nil {
+	c.takeAdmission(time.Now())
+	if p.success == 0 && p.failure == 0 && c.pendingShed == nil && len(c.pendingAdm) == 0 {
 		return nil
 	}
 	if total := p.success + p.failure; total > maxRetained {
@@ -156,16 +157,61 @@ func (c *Client) flush(ctx context.Context) error {
 		send = &p.latency
 	}
 	body := outcomeReport{Success: p.success, Failure: p.failure, LatencyCounts: send, WouldShed: c.pendingShed}
-	err := c.call(ctx, http.MethodPost, "/v1/outcomes", body, nil)
-	var ae *APIError
-	if err == nil || errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
-		ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests {
+	// One admission object per report: the outcomes go with the oldest
+	// interval, each later interval in a report of its own.
+	for {
+		if len(c.pendingAdm) > 0 {
+			body.Admission = c.pendingAdm[0]
+		}
+		err := c.call(ctx, http.MethodPost, "/v1/outcomes", body, nil)
+		var ae *APIError
+		if err != nil && !(errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
+			ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests) {
+			return err // kept for the next flush
+		}
 		if ae != nil {
 			c.refused(ae, p.success, p.failure, time.Now())
+			*p, c.pendingShed, c.pendingAdm = counts{}, nil, nil
+			return err
 		}
 		*p, c.pendingShed = counts{}, nil
+		if len(c.pendingAdm) > 0 {
+			c.pendingAdm = c.pendingAdm[1:]
+		}
+		if len(c.pendingAdm) == 0 {
+			return nil
+		}
+		body = outcomeReport{}
 	}
-	return err
+}
+
+// takeAdmission ends the current interval at now and moves the reports
+// of every ended interval to pendingAdm, for a daemon whose last state
+// had the key "partial" (one that takes "admission"); for any other the
+// counts are dropped, so that an older daemon never refuses a report for
+// them and nothing grows. Owned by the flusher.
+func (c *Client) takeAdmission(now time.Time) {
+	c.mu.Lock()
+	v := c.view.Load()
+	ended := append(c.ended, v.tally)
+	c.ended = nil
+	nv := *v
+	nv.tally = newTally(v.state, now)
+	c.view.Store(&nv)
+	v.tally.end = now
+	c.mu.Unlock()
+	if !c.partialKnown.Load() {
+		c.pendingAdm = nil
+		return
+	}
+	for _, t := range ended {
+		if r := t.report(t.end, c.reporter); r != nil {
+			if len(c.pendingAdm) == maxEnded {
+				c.pendingAdm = c.pendingAdm[1:] // the daemon is unreachable: keep the latest evidence
+			}
+			c.pendingAdm = append(c.pendingAdm, r)
+		}
+	}
 }
 
 // fitLatency lowers the latency counts, the fastest buckets first, until
@@ -192,4 +238,10 @@ type outcomeReport struct {
 	Failure       int64                     `json:"failure"`
 	LatencyCounts *[numLatencyBuckets]int64 `json:"latency_counts,omitempty"`
 	WouldShed     map[string]int64          `json:"would_shed,omitempty"`
+	Admission     *admissionReport          `json:"admission,omitempty"`
 }
+
+// maxEnded bounds the admission intervals kept unsent: ended by new
+// sequences faster than the reporter takes them, or taken while the
+// daemon is unreachable. Beyond it the oldest are dropped.
+const maxEnded = 8

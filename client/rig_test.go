@@ -94,6 +94,19 @@ type daemon struct {
 	// shadow mode.
 	shadow    bool
 	wouldShed map[string]int64
+	// noPartial makes the daemon one from before partial admission: its
+	// state document lacks the key "partial", and it refuses "admission"
+	// as an unknown field.
+	noPartial bool
+	// admissions are the "admission" objects accepted, in order, with
+	// when each arrived.
+	admissions []receivedAdmission
+}
+
+// receivedAdmission is an "admission" object the fake daemon accepted.
+type receivedAdmission struct {
+	admissionReport
+	at time.Time
 }
 
 func newDaemon(t testing.TB) *daemon {
@@ -204,7 +217,9 @@ func (d *daemon) level(w http.ResponseWriter, r *http.Request) {
 			st, _ = d.current()
 		}
 	}
-	writeFakeJSON(w, http.StatusOK, st)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(d.encode(st))
 }
 
 // stream serves the SSE stream: the retry hint and the state, then one
@@ -217,7 +232,7 @@ func (d *daemon) stream(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	st, changed := d.current()
 	fmt.Fprint(w, "retry: 2000\n\n")
-	writeFakeEvent(w, st)
+	d.writeEvent(w, st)
 	ping := time.NewTicker(fakeHeartbeat)
 	defer ping.Stop()
 	for {
@@ -229,7 +244,7 @@ func (d *daemon) stream(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, ": ping\n\n")
 		case <-changed:
 			st, changed = d.current()
-			writeFakeEvent(w, st)
+			d.writeEvent(w, st)
 		}
 	}
 }
@@ -242,19 +257,26 @@ func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
 		Success, Failure int64
 		LatencyCounts    []int64          `json:"latency_counts"`
 		WouldShed        map[string]int64 `json:"would_shed"`
+		Admission        *admissionReport `json:"admission"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Success < 0 || body.Failure < 0 {
 		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": "body must be {\"success\": N, \"failure\": N}"})
 		return
 	}
 	d.mu.Lock()
-	keepsLatency, shadow := d.keepsLatency, d.shadow
+	keepsLatency, shadow, noPartial := d.keepsLatency, d.shadow, d.noPartial
 	d.mu.Unlock()
 	var sum int64
 	for _, n := range body.LatencyCounts {
 		sum += n
 	}
 	switch {
+	case body.Admission != nil && noPartial:
+		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": `unknown field "admission"`})
+		return
+	case body.Admission != nil && !validAdmission(body.Admission):
+		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("bad admission %+v", *body.Admission)})
+		return
 	case body.WouldShed != nil && !shadow:
 		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": `unknown field "would_shed"`})
 		return
@@ -272,6 +294,9 @@ func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
 	}
 	d.win.mu.Unlock()
 	d.mu.Lock()
+	if body.Admission != nil {
+		d.admissions = append(d.admissions, receivedAdmission{*body.Admission, time.Now()})
+	}
 	for level, n := range body.WouldShed {
 		if d.wouldShed == nil {
 			d.wouldShed = map[string]int64{}
@@ -288,9 +313,8 @@ func writeFakeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeFakeEvent(w http.ResponseWriter, st State) {
-	b, _ := json.Marshal(st)
-	fmt.Fprintf(w, "id: %d\nevent: level\ndata: %s\n\n", st.Sequence, b)
+func (d *daemon) writeEvent(w http.ResponseWriter, st State) {
+	fmt.Fprintf(w, "id: %d\nevent: level\ndata: %s\n\n", st.Sequence, d.encode(st))
 }
 
 func (d *daemon) start() {

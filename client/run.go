@@ -61,16 +61,31 @@ func (c *Client) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// firstReportAfter bounds the wait for the first report under a new
+// state: the daemon gets evidence after each change quickly.
+const firstReportAfter = 250 * time.Millisecond
+
+// reportLoop flushes every report interval. When a state with a new
+// sequence arrives at a daemon that takes the admission report, it
+// flushes at once (the interval judged against the old sequence has
+// ended) and the next time after min(report interval, 250ms).
 func (c *Client) reportLoop(ctx context.Context) {
-	t := time.NewTicker(c.reportEvery)
+	t := time.NewTimer(c.reportEvery)
 	defer t.Stop()
 	for {
+		next := c.reportEvery
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = c.flush(ctx) // a failed flush keeps its counts for the next one
+		case <-c.newSequence:
+			if !c.partialKnown.Load() {
+				continue // a daemon without the admission report: keep the cadence
+			}
+			next = min(c.reportEvery, firstReportAfter)
 		}
+		_ = c.flush(ctx) // a failed flush keeps its counts for the next one
+		t.Reset(next)
 	}
 }
 
@@ -217,7 +232,8 @@ func (c *Client) stream(ctx context.Context) (progressed bool, retry time.Durati
 			continue
 		}
 		var st State
-		if err := json.Unmarshal([]byte(ev.Data), &st); err != nil || st.Level == "" {
+		doc := stateDocument{State: &st}
+		if err := json.Unmarshal([]byte(ev.Data), &doc); err != nil || st.Level == "" {
 			return progressed, r.retry, fmt.Errorf("bad level event %q: %v", ev.Data, err)
 		}
 		if !progressed {
@@ -226,6 +242,7 @@ func (c *Client) stream(ctx context.Context) (progressed bool, retry time.Durati
 			c.loadLevels(ctx)
 			c.up(time.Now(), "stream")
 		}
+		c.partialKnown.Store(doc.Partial != nil)
 		c.accept(&st, time.Now())
 	}
 }
@@ -245,7 +262,8 @@ func (c *Client) poll(ctx context.Context, until time.Time) (progressed bool, er
 			return progressed, err
 		}
 		var st State
-		err = c.send(req, &st)
+		doc := stateDocument{State: &st}
+		err = c.send(req, &doc)
 		cancel()
 		if err != nil {
 			return progressed, err
@@ -255,9 +273,34 @@ func (c *Client) poll(ctx context.Context, until time.Time) (progressed bool, er
 			c.up(time.Now(), "long-poll")
 		}
 		progressed = true
+		c.partialKnown.Store(doc.Partial != nil)
 		c.accept(&st, time.Now())
 	}
 	return progressed, nil
+}
+
+// stateDocument decodes a state document into State and tells whether it
+// had the key "partial", null or not: a daemon that publishes it takes
+// the admission report, an older one lacks the key and refuses the field.
+// Its Partial field hides State's at the top level, so that the raw value
+// is kept: nil when the key is absent, "null" or the object otherwise.
+type stateDocument struct {
+	*State
+	Partial json.RawMessage `json:"partial"`
+}
+
+// UnmarshalJSON decodes the document, then State.Partial from the raw
+// value.
+func (d *stateDocument) UnmarshalJSON(b []byte) error {
+	type plain stateDocument // without this method
+	if err := json.Unmarshal(b, (*plain)(d)); err != nil {
+		return err
+	}
+	d.State.Partial = nil
+	if d.Partial != nil {
+		return json.Unmarshal(d.Partial, &d.State.Partial)
+	}
+	return nil
 }
 
 // loadLevels learns the level order that Do needs; best effort.

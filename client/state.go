@@ -3,6 +3,7 @@ package client
 import (
 	"maps"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -178,51 +179,143 @@ func clonePtr[T any](p *T) *T {
 }
 
 // view is the immutable snapshot the hot path reads: the admission
-// decision already folded with the fail mode and staleness.
+// decision already folded with the fail mode, staleness and shadow mode.
 type view struct {
-	threshold   int      // lowest priority admitted
-	disabled    []string // features off; ignored when allDisabled
-	allDisabled bool     // FailClosed without a usable state
-	level       string   // for X-Degraded-Level; "unknown" without a state
-	index       int      // -1 when the fail mode decides without a state
-	recoveryAt  *time.Time
-	stale       bool
-	state       *State // last known state, nil before the first
-	// In shadow mode threshold is 0, wouldShedBelow is what enforcement
-	// would admit from, and wouldShed counts what it would have shed.
-	// Otherwise wouldShedBelow is 0 and nothing is counted.
-	wouldShedBelow int
-	wouldShed      *atomic.Int64
+	// threshold is the lowest priority admitted without a draw; from is
+	// the bottom of the partial band (== threshold without one), and a
+	// request of the band is admitted when a draw from math/rand/v2 is
+	// below cut (Partial.Fraction x 2^64). In shadow mode they are what
+	// enforcement would apply.
+	threshold, from int
+	cut             uint64
+	disabled        []string // features off; ignored when allDisabled
+	allDisabled     bool     // FailClosed without a usable state
+	level           string   // for X-Degraded-Level; "unknown" without a state
+	index           int      // -1 when the fail mode decides without a state
+	recoveryAt      *time.Time
+	stale           bool
+	state           *State // last known state, nil before the first
+	// shadow: everything is served; a request enforcement would shed
+	// counts in wouldShed, and a feature it would disable in
+	// wouldDisable (parallel to disabled).
+	shadow       bool
+	wouldShed    *atomic.Int64
+	wouldDisable []*atomic.Int64
+	// tally counts the decisions of Admit, Middleware and Do in the
+	// current interval, for the admission report (tally.go). Never nil.
+	tally *tally
 }
 
-// admit reports whether a request of priority p (>= 0) is served, and
-// counts it if shadow mode serves what enforcement would shed. It is a
-// compare, and in shadow mode one atomic add.
+// admit reports whether a request of priority p (>= 0) is served: one
+// compare on the fast paths (p >= threshold, and below the band outside
+// shadow mode), one draw in the band. It counts a would-shed in shadow
+// mode, nothing else.
 func (v *view) admit(p int) bool {
-	if p < v.wouldShedBelow {
-		v.wouldShed.Add(1)
+	if p >= v.threshold {
+		return true
 	}
-	return p >= v.threshold
+	return v.admitBelow(p)
 }
+
+// admitBelow is admit under the threshold, out of line so that admit
+// inlines into Allow.
+func (v *view) admitBelow(p int) bool {
+	return v.below(p) == admitted || v.shedInShadow()
+}
+
+// decide is admit, counted in the interval's tally: what Admit, the
+// middleware and Do call.
+func (v *view) decide(p int) bool {
+	if p >= v.threshold {
+		v.tally.count(p, admitted)
+		return true
+	}
+	return v.decideBelow(p)
+}
+
+// decideBelow is decide under the threshold.
+func (v *view) decideBelow(p int) bool {
+	d := v.below(p)
+	v.tally.count(p, d)
+	return d == admitted || v.shedInShadow()
+}
+
+// below judges a request under the threshold: shed below the band, else
+// one draw.
+func (v *view) below(p int) decision {
+	if p < v.from {
+		return shedBelow
+	}
+	if rand.Uint64() < v.cut {
+		return admitted
+	}
+	return shedPartial
+}
+
+// shedInShadow is what happens to a request enforcement sheds: in shadow
+// mode it is counted and served (true), else it is shed (false).
+func (v *view) shedInShadow() bool {
+	if !v.shadow {
+		return false
+	}
+	v.wouldShed.Add(1)
+	return true
+}
+
+// decision is how a request was judged, and the index of its count in a
+// tally slot.
+type decision uint8
+
+const (
+	admitted    decision = iota
+	shedPartial          // in the band, and the draw was at or above the fraction
+	shedBelow            // below the band, or below the threshold without one
+	numDecisions
+)
 
 // newView folds the last known state, staleness and fail mode into what
-// Allow and Feature read. When the last state says shadow, it admits
-// everything whatever the fail mode, and counts in shadow what it would
-// have shed under the level it would have shed at ("unknown" when the
-// fail mode decides).
-func newView(st *State, stale bool, mode FailMode, shadow *shadowCounts) *view {
-	v := &view{stale: stale, state: st, index: -1, level: "unknown"}
+// Allow and Feature read, counting into t. When the last state says
+// shadow, it admits everything whatever the fail mode, and counts in
+// shadow what it would have shed under the level it would have shed at
+// ("unknown" when the fail mode decides) and the features it would have
+// disabled.
+func newView(st *State, stale bool, mode FailMode, shadow *shadowCounts, t *tally) *view {
+	v := &view{stale: stale, state: st, index: -1, level: "unknown", tally: t}
 	switch {
 	case st != nil && (!stale || mode == FailLastKnown):
 		v.threshold, v.disabled, v.level, v.index, v.recoveryAt = st.PriorityThreshold, st.DisabledFeatures, st.Level, st.Index, st.EarliestRecoveryAt
+		v.from, v.cut = band(st.Partial, v.threshold)
+		if v.cut == math.MaxUint64 { // the whole band: the previous level
+			v.threshold, v.cut = v.from, 0
+		}
 	case mode == FailClosed:
-		v.threshold, v.allDisabled = PriorityCritical, true
+		v.threshold, v.from, v.allDisabled = PriorityCritical, PriorityCritical, true
 	default: // FailOpen, and FailLastKnown before any state
-		v.threshold = 0
+		v.threshold, v.from = 0, 0
 	}
-	if st != nil && st.Shadow && v.threshold > 0 {
-		v.wouldShedBelow, v.threshold = v.threshold, 0
+	if st != nil && st.Shadow {
+		v.shadow = true
 		v.wouldShed = shadow.counter(v.level)
+		v.wouldDisable = make([]*atomic.Int64, len(v.disabled))
+		for i, f := range v.disabled {
+			v.wouldDisable[i] = shadow.feature(f)
+		}
 	}
 	return v
+}
+
+// band returns the bottom of the partial band below threshold and the cut
+// its draw must fall under, or (threshold, 0) when there is none. A
+// fraction of 1 or more admits the whole band; one of 0 or less, NaN, or
+// a band that starts at or above the threshold is none. A cut of
+// math.MaxUint64 means the whole band.
+func band(p *Partial, threshold int) (from int, cut uint64) {
+	if p == nil || !(p.Fraction > 0) || p.From >= threshold {
+		return threshold, 0
+	}
+	from = max(p.From, 0)
+	if f := math.Ldexp(p.Fraction, 64); f < math.Ldexp(1, 64) {
+		return from, uint64(f)
+	}
+	return from, math.MaxUint64
 }

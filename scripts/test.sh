@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: runs the tests of every module in this repository.
 # `go test ./...` never enters a nested module, even in a workspace, so each
-# module (the daemon at the root, client/, test/, bench/) runs on its own,
-# outside any workspace (GOWORK=off). Arguments go to every `go test`:
+# module (the daemon at the root, client/, degradedgrpc/, test/, bench/)
+# runs on its own, outside any workspace (GOWORK=off). Arguments go to
+# every `go test`:
 #
 #   scripts/test.sh -race
 #   scripts/test.sh -race -run TestFollowsTheLevel -v
@@ -13,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export GOWORK=off
 
-modules=(. client test bench)
+modules=(. client degradedgrpc test bench)
 failed=()
 for m in "${modules[@]}"; do
   printf '\n=== module %s: go test %s ./...\n' "$(cd "$m" && go list -m)" "$*"

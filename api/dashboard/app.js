@@ -10,6 +10,13 @@
   // FLEET_GAP_MS is the least time between two reads of GET /v1/fleet: the
   // level and sample events ask for one, at most this often.
   const FLEET_GAP_MS = 1000;
+  // RECONNECT_WINDOW_MS is how long a lost stream is "Reconnecting…"
+  // before the page says it is disconnected, and for how long, and the
+  // badge stops looking live. EventSource retries every 2s (retry: 2000),
+  // so a daemon's restart fits in it.
+  const RECONNECT_WINDOW_MS = 5000;
+  // DEFAULT_TTL is the override form's expiry when no override is active.
+  const DEFAULT_TTL = '15m';
   // BUILTIN are the built-in signals in the order the levels package names
   // them; custom signals follow, sorted by name. name is the signal's name
   // in signals.status, key its value's name in the signals object and its
@@ -149,6 +156,8 @@
       if (node.dataset.at) relative(node, node.dataset.at);
     }
     for (const node of document.querySelectorAll('[data-ago]')) ago(node, node.dataset.ago);
+    renderConn();
+    fillForm();
   }
 
   // severity maps a level index onto the six badge colours, whatever the
@@ -161,6 +170,34 @@
 
   function levelByName(name) {
     return model.levels.find((l) => l.name === name);
+  }
+
+  // share is a fraction as a whole percentage, never 0% or 100% for one
+  // strictly between 0 and 1.
+  function share(f) {
+    const pct = f * 100;
+    if (pct > 0 && pct < 1) return '<1%';
+    if (pct > 99 && pct < 100) return '>99%';
+    return Math.round(pct) + '%';
+  }
+
+  // shedText says what the published admission sheds: "priority below
+  // 50", or with a partial admission "priority below 30, and 77% of
+  // 30-49" (the share shed, 1 - fraction, of the band from..threshold-1).
+  function shedText(st) {
+    const th = st.priority_threshold;
+    const p = st.partial;
+    let what;
+    if (p && p.from < th) {
+      const band = share(1 - p.fraction) + ' of ';
+      what = p.from > 0 ? 'priority below ' + p.from + ', and ' + band + p.from + '-' + (th - 1)
+        : band + 'priority 0-' + (th - 1);
+    } else if (th > 0) {
+      what = 'priority below ' + th;
+    } else {
+      return 'nothing (Normal)';
+    }
+    return st.shadow ? what + ' (shadow mode: counted, not shed)' : what;
   }
 
   // ---- API ---------------------------------------------------------------
@@ -288,16 +325,19 @@
     const st = model.state;
     if (!st) return;
     const badge = $('badge');
-    const count = model.levels.length || st.index + 1;
-    badge.className = 'badge sev-' + severity(st.index, count);
+    // Level 0 is always Normal; any other level's colour depends on the
+    // table's length, so until the table has loaded it has none.
+    const sev = st.index === 0 ? 0 : model.levels.length ? severity(st.index, model.levels.length) : 'none';
+    badge.classList.remove(...Array.from(badge.classList).filter((c) => c.startsWith('sev-')));
+    badge.classList.add('sev-' + sev);
     badge.dataset.level = st.level;
     badge.dataset.sequence = String(st.sequence);
     $('level-name').textContent = st.level;
     $('level-index').textContent = st.index === 0
       ? 'Level 0: everything is served'
       : 'Level ' + st.index + (model.levels.length ? ' of ' + (model.levels.length - 1) : '');
-    $('threshold').textContent = st.priority_threshold === 0 ? 'nothing shed (0)'
-      : st.shadow ? st.priority_threshold + ' (shadow mode: counted, not shed)' : String(st.priority_threshold);
+    $('threshold-label').textContent = st.shadow ? 'Would shed' : 'Sheds';
+    $('threshold').textContent = shedText(st);
     let source = st.source === 'override' ? 'operator override' : st.source === 'fleet' ? 'fleet override' : 'automatic';
     if (st.override && st.source !== 'override') source += ' (a floor is set below it)';
     $('source').textContent = source;
@@ -312,6 +352,7 @@
     $('reason').textContent = st.reason || '–';
     renderOverride();
     renderShadow();
+    renderConn();
   }
 
   // renderShadow shows the SHADOW banner while the state says shadow, with
@@ -334,9 +375,10 @@
     $('ov-clear').disabled = !o;
     if (!o) {
       cur.textContent = 'No override is active: the signals decide.';
-      return;
+    } else {
+      describeOverride(cur, o);
     }
-    describeOverride(cur, o);
+    fillForm();
   }
 
   // describeOverride is an override in words: "Pinned at Major until …",
@@ -346,6 +388,7 @@
     setTimeField(exp, o.expires_at, '–', true);
     node.append(
       (o.mode === 'pin' ? 'Pinned at ' : 'Floored at ') + o.level + ' until ', exp,
+      o.actor ? el('span', { class: 'actor' }, ', set by ' + o.actor) : '',
       el('br'), 'Reason: ' + o.reason);
   }
 
@@ -397,6 +440,7 @@
     sel.replaceChildren(...model.levels.map((l) =>
       el('option', { value: l.name }, l.name + ' — sheds priority < ' + l.priority_threshold)));
     if (levelByName(chosen)) sel.value = chosen;
+    fillForm(); // the override's level may not have been an option before
   }
 
   // renderSignals keeps one card per configured signal, in order: a
@@ -556,13 +600,62 @@
         el('td', { class: 'time', 'data-label': 'At' }, el('time', { datetime: t.at }, fmtTime(t.at))),
         el('td', { 'data-label': 'Change' }, change),
         el('td', { 'data-label': 'Source' }, t.source),
+        el('td', { class: 'actor', 'data-label': 'By' }, t.actor || '–'),
         el('td', { class: 'reason', 'data-label': 'Reason' }, t.reason));
     });
-    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '5' }, 'No transitions yet.')));
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '6' }, 'No transitions yet.')));
     document.querySelector('#history tbody').replaceChildren(...rows);
   }
 
   // ---- override form -----------------------------------------------------
+
+  // The form starts from the active local override (its level, mode,
+  // reason and the time it has left, rounded up to the minute), so that
+  // "Set override" renews it as it is, a floor staying a floor. Once the
+  // operator edits the form it is theirs, until a set or a clear succeeds.
+  let formDirty = false;
+  // filledFrom names the override the form was last filled from ('' for
+  // none); REFILL makes the next fillForm fill it again.
+  const REFILL = '*';
+  let filledFrom = '';
+
+  // goDuration is a time left as a Go duration the API takes, rounded up
+  // to the minute: "10m", "1h", "2h30m".
+  function goDuration(ms) {
+    const m = Math.max(1, Math.ceil(ms / 60000));
+    const h = Math.floor(m / 60), r = m % 60;
+    return (h ? h + 'h' : '') + (r || !h ? r + 'm' : '');
+  }
+
+  function fillForm() {
+    if (formDirty) return;
+    const o = model.state && model.state.override;
+    const key = o ? [o.level, o.mode, o.set_at, o.expires_at].join(' ') : '';
+    const form = $('override-form');
+    const hint = $('ov-renew-hint');
+    if (o) {
+      const left = Date.parse(o.expires_at) - Date.now();
+      if (levelByName(o.level)) $('ov-level').value = o.level;
+      form.elements.mode.value = o.mode;
+      $('ov-ttl').value = goDuration(left);
+      if (key !== filledFrom) $('ov-reason').value = o.reason;
+      hint.hidden = false;
+      hint.textContent = 'Filled in from the active ' + o.mode + ' (' + fmtDuration(Math.max(0, left)) +
+        ' left): "Set override" renews it as it is; a longer time extends it.';
+    } else if (filledFrom) { // the override the form showed has ended
+      form.elements.mode.value = 'pin';
+      $('ov-ttl').value = DEFAULT_TTL;
+      $('ov-reason').value = '';
+      hint.hidden = true;
+    }
+    filledFrom = key;
+  }
+
+  $('override-form').addEventListener('input', (ev) => {
+    if (ev.target.id === 'ov-token') return; // typing the token edits nothing the form shows
+    formDirty = true;
+    $('ov-renew-hint').hidden = true;
+  });
 
   function say(ok, msg) {
     $('ov-status').textContent = ok ? msg : '';
@@ -582,6 +675,8 @@
     try {
       const r = await api(method, 'v1/override', body, $('ov-token').value.trim());
       if (r.ok) {
+        formDirty = false;
+        filledFrom = REFILL; // follow the override now in force, or go back to the defaults
         applyState(r.data, false);
         say(true, done(r.data));
       } else {
@@ -621,16 +716,50 @@
     c.textContent = text;
   }
 
+  // lostAt is when the stream was lost (Date.now()); null while it is
+  // live, and before it first opened.
+  let lostAt = null;
+
+  // renderConn shows a lost stream: "Reconnecting…" for the reconnect
+  // window, then "Disconnected for 1m 20s", counting, with the badge
+  // greyed and headed as the last level known, not a live one. tick()
+  // keeps it current.
+  function renderConn() {
+    const badge = $('badge');
+    const note = $('badge-stale');
+    if (lostAt === null) {
+      badge.classList.remove('stale');
+      badge.dataset.live = model.state ? 'true' : 'false';
+      $('level-heading').textContent = 'Current level';
+      note.hidden = true;
+      return;
+    }
+    const gone = Date.now() - lostAt;
+    if (gone < RECONNECT_WINDOW_MS) {
+      setConn('reconnecting', 'Reconnecting…');
+      return;
+    }
+    const text = 'Disconnected for ' + fmtDuration(gone);
+    setConn('down', text);
+    badge.classList.add('stale');
+    badge.dataset.live = 'false';
+    $('level-heading').textContent = 'Last known level';
+    note.hidden = false;
+    note.textContent = text + ': this is the last level the daemon published, not a live one.';
+  }
+
   let backoff = 1000;
   let opens = 0;
   function connect() {
-    setConn('connecting', 'Connecting…');
+    if (lostAt === null) setConn('connecting', 'Connecting…');
     const es = new EventSource('v1/level/stream?samples=1');
     es.onopen = () => {
       backoff = 1000;
       opens++;
       $('conn').dataset.opens = String(opens);
+      lostAt = null;
       setConn('live', 'Live');
+      renderConn();
       // Whatever happened while we were away: the table may have been
       // reloaded, samples and history moved on. The state comes as the
       // stream's first event.
@@ -641,16 +770,15 @@
     es.addEventListener('level', (e) => applyState(JSON.parse(e.data), true));
     es.addEventListener('sample', (e) => addSample(JSON.parse(e.data)));
     es.onerror = () => {
+      if (lostAt === null) lostAt = Date.now();
       if (es.readyState === EventSource.CLOSED) {
         // Refused outright (such as 503 at the subscriber limit): EventSource
         // gives up, so retry with a growing delay.
         es.close();
-        setConn('down', 'Disconnected: retrying in ' + Math.round(backoff / 1000) + 's');
         setTimeout(connect, backoff);
         backoff = Math.min(backoff * 2, 30000);
-      } else {
-        setConn('reconnecting', 'Reconnecting…');
       }
+      renderConn();
     };
   }
 

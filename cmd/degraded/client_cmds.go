@@ -37,15 +37,25 @@ type remote struct {
 	json         bool
 	flagsCommand *cobra.Command
 	// tokenVars are the variables read, in order, when --token is not
-	// given (default DEGRADED_TOKEN).
+	// given; the flag's help names them in that order.
 	tokenVars []string
 }
 
-func newRemote(cmd *cobra.Command, environ []string) *remote {
-	r := &remote{environ: environ, flagsCommand: cmd}
+// addrVar is the variable read when --addr is not given.
+const addrVar = "DEGRADED_ADDR"
+
+// newRemote adds the shared flags to cmd. tokenVars are the variables
+// read, in order, for a --token not given: DEGRADED_TOKEN when none are
+// named. The flags' help is made from the same lists, so that it names
+// exactly what is read.
+func newRemote(cmd *cobra.Command, environ []string, tokenVars ...string) *remote {
+	if len(tokenVars) == 0 {
+		tokenVars = []string{"DEGRADED_TOKEN"}
+	}
+	r := &remote{environ: environ, flagsCommand: cmd, tokenVars: tokenVars}
 	f := cmd.Flags()
-	f.StringVar(&r.addr, "addr", defaultAddr, "daemon base URL or host:port (env DEGRADED_ADDR)")
-	f.StringVar(&r.token, "token", "", "bearer token (env DEGRADED_TOKEN)")
+	f.StringVar(&r.addr, "addr", defaultAddr, "daemon base URL or host:port (env "+addrVar+")")
+	f.StringVar(&r.token, "token", "", "bearer token (env "+strings.Join(tokenVars, ", then ")+")")
 	f.BoolVar(&r.json, "json", false, "print JSON for scripts")
 	return r
 }
@@ -55,15 +65,11 @@ func newRemote(cmd *cobra.Command, environ []string) *remote {
 func (r *remote) client(opts ...client.Option) (*client.Client, error) {
 	f := r.flagsCommand.Flags()
 	addr, token := r.addr, r.token
-	if v, ok := lookupEnv(r.environ, "DEGRADED_ADDR"); ok && !f.Changed("addr") && v != "" {
+	if v, ok := lookupEnv(r.environ, addrVar); ok && !f.Changed("addr") && v != "" {
 		addr = v
 	}
 	if !f.Changed("token") {
-		vars := r.tokenVars
-		if vars == nil {
-			vars = []string{"DEGRADED_TOKEN"}
-		}
-		for _, name := range vars {
+		for _, name := range r.tokenVars {
 			if v, ok := lookupEnv(r.environ, name); ok && v != "" {
 				token = v
 				break
@@ -107,6 +113,16 @@ func explain(c *client.Client, err error) error {
 		return fmt.Errorf("daemon at %s answered %d: %s", c.Addr(), ae.StatusCode, ae.Message)
 	}
 	return err
+}
+
+// explain is explain, with the variables this command reads for its
+// token named when the daemon refuses it.
+func (r *remote) explain(c *client.Client, err error) error {
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("daemon at %s refused the token (set --token or %s): %s", c.Addr(), strings.Join(r.tokenVars, " or "), ae.Message)
+	}
+	return explain(c, err)
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -262,8 +278,7 @@ func reportCmd(environ []string, stdout io.Writer) *cobra.Command {
 			"(PUT /v1/signals/NAME). The token is --token, else DEGRADED_REPORT_TOKEN, else DEGRADED_TOKEN.",
 		Args: cobra.NoArgs,
 	}
-	r := newRemote(cmd, environ)
-	r.tokenVars = []string{"DEGRADED_REPORT_TOKEN", "DEGRADED_TOKEN"}
+	r := newRemote(cmd, environ, "DEGRADED_REPORT_TOKEN", "DEGRADED_TOKEN")
 	var success, failure int64
 	var pushed []string
 	cmd.Flags().Int64Var(&success, "success", 0, "successful outcomes")
@@ -286,7 +301,7 @@ func reportCmd(environ []string, stdout io.Writer) *cobra.Command {
 		if outcomes {
 			n, err := c.Report(cmd.Context(), success, failure)
 			if err != nil {
-				return explain(c, err)
+				return r.explain(c, err)
 			}
 			result["accepted"] = n
 			if !r.json {
@@ -295,7 +310,7 @@ func reportCmd(environ []string, stdout io.Writer) *cobra.Command {
 		}
 		for _, v := range values {
 			if err := c.PushSignal(cmd.Context(), v.name, v.value); err != nil {
-				return fmt.Errorf("signal %s: %w", v.name, explain(c, err))
+				return fmt.Errorf("signal %s: %w", v.name, r.explain(c, err))
 			}
 			if !r.json {
 				fmt.Fprintf(stdout, "signal %s = %g\n", v.name, v.value)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/degraded/degraded/config"
@@ -66,8 +67,11 @@ func serve(ctx context.Context, load daemon.Loader, resetState bool, stdout, std
 	if cfg.TLS.Enabled() {
 		scheme = "https"
 	}
-	log.Info("degraded serving", "addr", scheme+"://"+d.Addr().String(), "levels", len(cfg.Levels)+1, "data_dir", cfg.DataDir)
-	fmt.Fprintf(stdout, "degraded listening on %s://%s\n", scheme, d.Addr())
+	log.Info("degraded serving", "addr", scheme+"://"+d.Addr().String(), "levels", len(cfg.Levels)+1, "data_dir", cfg.DataDir, "go", runtime.Version())
+	fmt.Fprint(stdout, startLine(scheme+"://"+d.Addr().String(), runtime.Version()))
+	if note := olderGo(runtime.Version()); note != "" {
+		log.Warn(note)
+	}
 	for {
 		select {
 		case err := <-done:
@@ -78,4 +82,14 @@ func serve(ctx context.Context, load daemon.Loader, resetState bool, stdout, std
 			}
 		}
 	}
+}
+
+// startLine is serve's first line on stdout: the address it serves, and,
+// when the binary was built with a Go older than go.mod's toolchain line,
+// that too.
+func startLine(url, goVersion string) string {
+	if note := olderGo(goVersion); note != "" {
+		return fmt.Sprintf("degraded listening on %s (%s)\n", url, note)
+	}
+	return fmt.Sprintf("degraded listening on %s\n", url)
 }

@@ -31,11 +31,7 @@ type statusDoc struct {
 func printStatus(w io.Writer, doc statusDoc, table []client.Level, now time.Time) {
 	st := doc.State
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	shed := "nothing shed"
-	if st.PriorityThreshold > 0 {
-		shed = fmt.Sprintf("priority < %d shed", st.PriorityThreshold)
-	}
-	fmt.Fprintf(tw, "Level\t%s (%d of %d): %s\n", st.Level, st.Index, len(table)-1, shed)
+	fmt.Fprintf(tw, "Level\t%s (%d of %d): %s\n", st.Level, st.Index, len(table)-1, shedText(st))
 	fmt.Fprintf(tw, "Source\t%s (recommended: %s)\n", st.Source, st.Recommended)
 	fmt.Fprintf(tw, "Reason\t%s\n", st.Reason)
 	fmt.Fprintf(tw, "Since\t%s (%s)\n", stamp(st.Since), ago(now, st.Since))
@@ -43,9 +39,21 @@ func printStatus(w io.Writer, doc statusDoc, table []client.Level, now time.Time
 		fmt.Fprintf(tw, "Recovery\tnot before %s (%s)\n", stamp(*st.EarliestRecoveryAt), ago(now, *st.EarliestRecoveryAt))
 	}
 	if o := st.Override; o != nil {
-		fmt.Fprintf(tw, "Override\t%s %s until %s (%s): %s\n", o.Mode, o.Level, stamp(o.ExpiresAt), ago(now, o.ExpiresAt), o.Reason)
+		fmt.Fprintf(tw, "Override\t%s\n", overrideText(*o, now))
 	} else {
 		fmt.Fprintf(tw, "Override\tnone\n")
+	}
+	if f := st.Fleet; f != nil {
+		conn := "connected to etcd"
+		if !f.Connected {
+			conn = "etcd unreachable: the last fleet override seen stays in force until it expires"
+		}
+		fmt.Fprintf(tw, "Fleet\t%s, instance %s, %s\n", f.Name, f.Instance, conn)
+		if o := f.Override; o != nil {
+			fmt.Fprintf(tw, "Fleet override\t%s\n", overrideText(o.Override, now))
+		} else {
+			fmt.Fprintf(tw, "Fleet override\tnone\n")
+		}
 	}
 	disabled := "none"
 	if len(st.DisabledFeatures) > 0 {
@@ -66,6 +74,54 @@ func printStatus(w io.Writer, doc statusDoc, table []client.Level, now time.Time
 	tw.Flush()
 	fmt.Fprintln(w)
 	printSignals(w, doc, table, now)
+}
+
+// shedText says what the published admission sheds: "nothing shed",
+// "sheds priority below 50", or with a partial admission "sheds priority
+// below 30, and 77% of 30-49" (the share shed, 1 - fraction, of the band
+// from..threshold-1). In shadow mode nothing is shed, so it says what
+// would be.
+func shedText(st client.State) string {
+	var what string
+	switch p := st.Partial; {
+	case p != nil && p.From < st.PriorityThreshold:
+		shed, top := share(1-p.Fraction), st.PriorityThreshold-1
+		what = fmt.Sprintf("priority below %d, and %s of %d-%d", p.From, shed, p.From, top)
+		if p.From == 0 { // nothing is below 0
+			what = fmt.Sprintf("%s of priority 0-%d", shed, top)
+		}
+	case st.PriorityThreshold > 0:
+		what = fmt.Sprintf("priority below %d", st.PriorityThreshold)
+	default:
+		return "nothing shed"
+	}
+	if st.Shadow {
+		return "would shed " + what + " (shadow mode)"
+	}
+	return "sheds " + what
+}
+
+// share is a fraction as a whole percentage; never 0% or 100% for a
+// fraction strictly between 0 and 1.
+func share(f float64) string {
+	switch pct := f * 100; {
+	case pct > 0 && pct < 1:
+		return "<1%"
+	case pct > 99 && pct < 100:
+		return ">99%"
+	default:
+		return fmt.Sprintf("%.0f%%", pct)
+	}
+}
+
+// overrideText is an override in words: "pin Major until T (in 14m0s),
+// set by alice: INC-42".
+func overrideText(o client.Override, now time.Time) string {
+	by := ""
+	if o.Actor != "" {
+		by = ", set by " + o.Actor
+	}
+	return fmt.Sprintf("%s %s until %s (%s)%s: %s", o.Mode, o.Level, stamp(o.ExpiresAt), ago(now, o.ExpiresAt), by, o.Reason)
 }
 
 // printSignals writes the signals table: each configured signal's value

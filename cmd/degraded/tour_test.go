@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// readmeTour is the README's two-minute tour: its fast config, the report
+// it sends and what it says comes back.
+type readmeTour struct {
+	config, report, reason string
+	admit                  map[string]int // priority -> the status the README shows
+}
+
+func readTour(t *testing.T) readmeTour {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "## A two-minute tour")
+	if i < 0 {
+		t.Fatal("README.md has no two-minute tour")
+	}
+	tour := readme[i:]
+	m := regexp.MustCompile(`(?s)<<'YAML'\n(.*?)\nYAML\n`).FindStringSubmatch(tour)
+	report := regexp.MustCompile(`-XPOST localhost:8470/v1/outcomes .* -d '(\{[^']*\})'`).FindStringSubmatch(tour)
+	reason := regexp.MustCompile(`# \{"level":"Moderate".*"reason":"([^"]+)"`).FindStringSubmatch(tour)
+	if m == nil || report == nil || reason == nil {
+		t.Fatalf("the tour's config, report or answer is not where this test looks (config %v, report %v, answer %v)", m != nil, report != nil, reason != nil)
+	}
+	admit := map[string]int{}
+	for _, a := range regexp.MustCompile(`'localhost:8470/v1/admit\?priority=(\d+)'\s+# (\d{3})`).FindAllStringSubmatch(tour, -1) {
+		admit[a[1]], _ = strconv.Atoi(a[2])
+	}
+	if len(admit) < 2 {
+		t.Fatalf("the tour shows %d admit requests with their answers, want one shed and one admitted", len(admit))
+	}
+	return readmeTour{config: m[1], report: report[1], reason: reason[1], admit: admit}
+}
+
+// TestReadmeTour follows the README's tour: its fast config validates and
+// starts without a warning, and its report moves the level to Moderate at
+// once (event-driven), before any health check could, as the README says:
+// the next GET already shows it, with the reason the README shows.
+func TestReadmeTour(t *testing.T) {
+	tour := readTour(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, tour.config)
+
+	code, out, errOut := runCLI(t, nil, "validate", "--config", cfg)
+	if code != 0 || out != "config OK: "+cfg+"\n" {
+		t.Errorf("validate the tour's config: exit %d, printed %q %q; want only \"config OK\"", code, out, errOut)
+	}
+
+	// The README runs it in the repository, on the default port; here in a
+	// temporary directory (data_dir "data" is relative), on a free port.
+	cmd := exec.Command(binary, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+	cmd.Dir = dir
+	d := startCmd(t, cmd)
+	if resp, body := d.request(t, "POST", "/v1/outcomes", "", tour.report); resp.StatusCode != 202 {
+		t.Fatalf("the tour's report: %d %s", resp.StatusCode, body)
+	}
+	if doc := d.level(t, ""); doc.Level != "Moderate" || doc.Reason != tour.reason {
+		t.Errorf("right after the report the level is %s (%q); the README says Moderate (%q) at once", doc.Level, doc.Reason, tour.reason)
+	}
+	for q, want := range tour.admit {
+		if resp, _ := d.request(t, "GET", "/v1/admit?priority="+q, "", ""); resp.StatusCode != want {
+			t.Errorf("admit priority %s: %d, the README says %d", q, resp.StatusCode, want)
+		}
+	}
+	if code := d.stop(t); code != 0 {
+		t.Errorf("SIGTERM: exit %d", code)
+	}
+	for _, line := range strings.Split(d.logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "config:") {
+			t.Errorf("the tour's daemon warns at start: %s", line)
+		}
+	}
+}

@@ -70,6 +70,9 @@ func (f *Fleet) aggregate(ctx context.Context, sess *concurrency.Session, key st
 			return classify(ctx, "write the aggregate", err)
 		}
 		f.ok()
+		if err := f.checkHeader(resp.Header); err != nil {
+			return err
+		}
 		if !resp.Succeeded {
 			return errNotLeader
 		}
@@ -86,6 +89,9 @@ func (f *Fleet) collect(ctx context.Context, cli *clientv3.Client) (Aggregate, e
 		return Aggregate{}, classify(ctx, "read the instance reports", err)
 	}
 	f.ok()
+	if err := f.checkHeader(resp.Header); err != nil {
+		return Aggregate{}, err
+	}
 	now := time.Now()
 	valid := make([]Report, 0, len(resp.Kvs))
 	type refusal struct {

@@ -71,31 +71,34 @@ type Fleet struct {
 	conflict    atomic.Bool
 	aggregating atomic.Int64 // the term while this instance aggregates, else 0
 
-	mu        sync.Mutex
-	cli       *clientv3.Client // the session's client; nil between sessions
-	gen       uint64           // counts sessions
-	genCh     chan struct{}    // closed and replaced when cli changes
-	endOf     func(error)      // ends the current session
-	lastErr   error            // why the last session or try failed
-	ovr       OverrideUpdate   // the last override update queued
-	queue     []OverrideUpdate // queued for Next, oldest first
-	queueCh   chan struct{}    // closed and replaced when queue grows
-	agg       *Aggregate       // the newest aggregate accepted
-	aggAt     time.Time        // when it was received, by the local clock
-	maxTerm   int64
-	maxRev    int64
-	clusterID uint64
-	epoch     int
-	watched   int64 // the override watch has delivered everything up to here
-	report    *Report
-	lease     clientv3.LeaseID
-	puts      putState
-	view      View              // the last fleet view read
-	bad       map[string]string // aggregator: keys left out, with the problem logged
-	logged    errorLog
-	conn      connNote      // the last failed connection attempt
-	audit     auditState    // what this Fleet last wrote of the audit
-	reportCh  chan struct{} // a new report is waiting; buffered 1
+	mu         sync.Mutex
+	cli        *clientv3.Client // the session's client; nil between sessions
+	gen        uint64           // counts sessions
+	genCh      chan struct{}    // closed and replaced when cli changes
+	endOf      func(error)      // ends the current session
+	lastErr    error            // why the last session or try failed
+	ovr        OverrideUpdate   // the last override update queued
+	queue      []OverrideUpdate // queued for Next, oldest first
+	queueCh    chan struct{}    // closed and replaced when queue grows
+	agg        *Aggregate       // the newest aggregate accepted
+	aggAt      time.Time        // when it was received, by the local clock
+	maxTerm    int64
+	maxRev     int64 // the highest revision seen
+	sessionRev int64 // the revision of the session's first read
+	auditRev   int64 // the audit counter's mod_revision, as a session last read it
+	ovrRev     int64 // the mod_revision of the last override value delivered
+	clusterID  uint64
+	epoch      int
+	watched    int64 // the override watch has delivered everything up to here
+	report     *Report
+	lease      clientv3.LeaseID
+	puts       putState
+	view       View              // the last fleet view read
+	bad        map[string]string // aggregator: keys left out, with the problem logged
+	logged     errorLog
+	conn       connNote      // the last failed connection attempt
+	audit      auditState    // what this Fleet last wrote of the audit
+	reportCh   chan struct{} // a new report is waiting; buffered 1
 }
 
 type keys struct{ root string }

@@ -10,16 +10,23 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// auditEvery is how often a session reads the audit counter's key, to
+// notice a restore whose revision has climbed past the one seen.
+const auditEvery = 10 * time.Second
+
 // writeLoop writes the latest report under the lease at once (one given
 // before the session started, or whose write failed in the last one),
-// then each new report, and probes the member when nothing answered for
-// probeEvery, until one fails or ctx ends.
+// then each new report, probes the member when nothing answered for
+// probeEvery, and checks the audit counter every auditEvery, until one
+// fails or ctx ends.
 func (f *Fleet) writeLoop(ctx context.Context, cli *clientv3.Client, lease clientv3.LeaseID) error {
 	if err := f.putReport(ctx, cli, lease); err != nil {
 		return err
 	}
 	probe := time.NewTicker(probeEvery / 4)
 	defer probe.Stop()
+	audit := time.NewTicker(auditEvery)
+	defer audit.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -28,17 +35,24 @@ func (f *Fleet) writeLoop(ctx context.Context, cli *clientv3.Client, lease clien
 			if err := f.putReport(ctx, cli, lease); err != nil {
 				return err
 			}
+		case <-audit.C:
+			if err := f.checkAudit(ctx, cli); err != nil {
+				return err
+			}
 		case <-probe.C:
 			if time.Since(time.Unix(0, f.lastOK.Load())) < probeEvery {
 				continue
 			}
 			actx, cancel := context.WithTimeout(ctx, f.attempt)
-			_, err := cli.Get(actx, f.keys.override(), clientv3.WithCountOnly())
+			resp, err := cli.Get(actx, f.keys.override(), clientv3.WithCountOnly())
 			cancel()
 			if err != nil {
 				return classify(ctx, "probe", err)
 			}
 			f.ok()
+			if err := f.checkHeader(resp.Header); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -63,8 +77,10 @@ func (f *Fleet) putReport(ctx context.Context, cli *clientv3.Client, lease clien
 		return classify(ctx, "write the instance report", err)
 	}
 	f.ok()
+	if err := f.checkHeader(resp.Header); err != nil {
+		return err
+	}
 	f.mu.Lock()
-	f.maxRev = max(f.maxRev, resp.Header.Revision)
 	v := f.puts.judge(resp.PrevKv, f.id, resp.Header.Revision, time.Now(), f.o.InstanceTTL)
 	f.mu.Unlock()
 	f.conflict.Store(v.conflict)

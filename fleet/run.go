@@ -3,13 +3,16 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc/connectivity"
 )
 
 // probeEvery is how often a session checks that its member still
@@ -41,13 +44,14 @@ func (f *Fleet) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		f.noteFailure(f.o.Endpoints[idx], established, err)
-		if !errors.Is(err, errCompacted) {
+		again := errors.Is(err, errCompacted) || errors.Is(err, errRolledBack) // the member is fine: read it again
+		if !again {
 			idx = (idx + 1) % n
 		}
-		if established && time.Since(start) >= probeEvery {
+		if established && (again || time.Since(start) >= probeEvery) {
 			failed, rounds = 0, 0
-			if n > 1 || errors.Is(err, errCompacted) {
-				continue // another member, at once
+			if n > 1 || again {
+				continue // another member, or the same one read afresh, at once
 			}
 		}
 		if failed++; failed < n {
@@ -108,8 +112,26 @@ func (f *Fleet) session(ctx context.Context, endpoint string) (established bool,
 	f.setUp(endpoint)
 	wg.Go(func() { cancel(f.writeLoop(sctx, cli, lease)) })
 	wg.Go(func() { cancel(f.campaign(sctx, sess)) })
+	wg.Go(func() { cancel(watchConn(sctx, cli)) })
 	cancel(f.watchLoop(sctx, cli, sess, owch, awch))
 	return true, context.Cause(sctx)
+}
+
+// watchConn returns once the session's connection to its member leaves
+// the ready state (the member died, restarted, closed it): gRPC would
+// reconnect to the same address by itself, hiding a member restarted from
+// a restored or wiped data dir, whose history the session must read
+// again, and resuming the watches from revisions that member may not have.
+func watchConn(ctx context.Context, cli *clientv3.Client) error {
+	conn := cli.ActiveConnection()
+	for st := conn.GetState(); ; st = conn.GetState() {
+		if st != connectivity.Ready {
+			return fmt.Errorf("%w: the connection to the member is %s", ErrUnavailable, strings.ToLower(st.String()))
+		}
+		if !conn.WaitForStateChange(ctx, st) {
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // ensureLease keeps the lease of the last session when etcd still holds
@@ -223,6 +245,8 @@ func (f *Fleet) noteFailure(endpoint string, established bool, err error) {
 	}
 	f.mu.Unlock()
 	switch kind := errorKind(err); {
+	case errors.Is(err, errRolledBack), errors.Is(err, errCompacted):
+		f.log.Warn("fleet: reading everything again", "endpoint", endpoint, "err", err)
 	case established:
 		f.log.Warn("fleet: lost the etcd member; moving to the next", "endpoint", endpoint, "err", err)
 	case again:

@@ -14,17 +14,18 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// snapshot is what a session reads first: the override and the aggregate
-// at one revision.
+// snapshot is what a session reads first: the override, the aggregate
+// and the audit counter at one revision.
 type snapshot struct {
-	header              *pb.ResponseHeader
-	override, aggregate *mvccpb.KeyValue
+	header                        *pb.ResponseHeader
+	override, aggregate, auditSeq *mvccpb.KeyValue
 }
 
 func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (snapshot, error) {
 	actx, cancel := context.WithTimeout(ctx, f.attempt)
 	defer cancel()
-	resp, err := cli.Txn(actx).Then(clientv3.OpGet(f.keys.override()), clientv3.OpGet(f.keys.aggregate())).Commit()
+	resp, err := cli.Txn(actx).Then(clientv3.OpGet(f.keys.override()), clientv3.OpGet(f.keys.aggregate()),
+		clientv3.OpGet(f.keys.auditSeq(), clientv3.WithKeysOnly())).Commit()
 	if err != nil {
 		return snapshot{}, err
 	}
@@ -36,7 +37,29 @@ func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (snapshot, er
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
 		s.aggregate = kvs[0]
 	}
+	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) == 1 {
+		s.auditSeq = kvs[0]
+	}
 	return s, nil
+}
+
+// rolledBack says whether s shows etcd's history went back since what
+// this Fleet saw: another cluster ID; a revision lower than one seen;
+// the audit counter (never deleted, only ever rewritten) older than or
+// gone from what a session read before; the override key older than the
+// override last delivered. The latter two catch a restore whose revision
+// has already climbed past the one seen. The caller holds f.mu.
+func (f *Fleet) rolledBack(s snapshot) bool {
+	h := s.header
+	switch {
+	case f.clusterID != 0 && h.ClusterId != f.clusterID, h.Revision < f.maxRev:
+		return true
+	case f.auditRev > 0 && (s.auditSeq == nil || s.auditSeq.ModRevision < f.auditRev):
+		return true
+	case s.override != nil && f.ovrRev > 0 && s.override.ModRevision < f.ovrRev:
+		return true
+	}
+	return false
 }
 
 // resume folds a session's first read in and returns the revision the
@@ -50,21 +73,28 @@ func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (snapshot, er
 func (f *Fleet) resume(s snapshot) int64 {
 	h := s.header
 	f.mu.Lock()
-	rolled := (f.clusterID != 0 && h.ClusterId != f.clusterID) || h.Revision < f.maxRev
+	rolled := f.rolledBack(s)
 	seen, seenID := f.maxRev, f.clusterID
 	if rolled {
 		f.epoch++
-		f.maxTerm, f.agg, f.watched, f.maxRev = 0, nil, 0, 0
+		f.maxTerm, f.agg, f.watched, f.maxRev, f.auditRev, f.ovrRev = 0, nil, 0, 0, 0, 0
 		f.puts, f.audit = putState{}, auditState{}
 	}
 	f.maxRev = max(f.maxRev, h.Revision)
+	f.sessionRev = h.Revision
 	f.clusterID = h.ClusterId
+	if s.auditSeq != nil {
+		f.auditRev = max(f.auditRev, s.auditSeq.ModRevision)
+	}
 	var refused error
 	if s.aggregate != nil {
 		refused = f.acceptAggregate(s.aggregate)
 	}
 	from := f.watched + 1
 	dropped := int64(-1)
+	if s.override != nil {
+		f.ovrRev = max(f.ovrRev, s.override.ModRevision)
+	}
 	if f.watched == 0 || rolled {
 		dropped = f.deliver(f.overrideAt(s.override, h.Revision))
 		f.watched = h.Revision
@@ -141,12 +171,60 @@ func (f *Fleet) checkWatch(ctx context.Context, wr clientv3.WatchResponse, ok bo
 		return fmt.Errorf("%w: the %s watch: %w", ErrUnavailable, what, wr.Err())
 	}
 	f.ok()
+	return f.checkHeader(wr.Header)
+}
+
+// errRolledBack ends a session that saw etcd's history go back under it
+// (a member restarted from a restored or wiped data dir, reconnected to by
+// the same client): the next session reads everything and resets.
+var errRolledBack = errors.New("etcd's revision went back")
+
+// checkHeader checks a response of the session's member: another cluster
+// ID, or a revision lower than the session's first read, ends the
+// session. Every operation of a session starts after that linearizable
+// read, so none can answer from before it; operations running side by
+// side may answer out of order among themselves, so they are not compared
+// with each other.
+func (f *Fleet) checkHeader(h *pb.ResponseHeader) error {
+	if h == nil {
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if h := wr.Header; h.ClusterId != f.clusterID {
-		return fmt.Errorf("%w: the member now answers for another cluster (%x, was %x)", ErrUnavailable, h.ClusterId, f.clusterID)
+	switch {
+	case f.clusterID != 0 && h.ClusterId != f.clusterID:
+		return fmt.Errorf("%w: the member now answers for another cluster (%x, was %x)", errRolledBack, h.ClusterId, f.clusterID)
+	case h.Revision < f.sessionRev:
+		return fmt.Errorf("%w: from %d, read at the session's start, to %d", errRolledBack, f.sessionRev, h.Revision)
 	}
-	f.maxRev = max(f.maxRev, wr.Header.Revision)
+	f.maxRev = max(f.maxRev, h.Revision)
+	return nil
+}
+
+// checkAudit reads the audit counter's key: older than, or gone from,
+// what was read before means etcd's history went back (a restore whose
+// revision has already climbed past the one seen).
+func (f *Fleet) checkAudit(ctx context.Context, cli *clientv3.Client) error {
+	actx, cancel := context.WithTimeout(ctx, f.attempt)
+	resp, err := cli.Get(actx, f.keys.auditSeq(), clientv3.WithKeysOnly())
+	cancel()
+	if err != nil {
+		return classify(ctx, "read the audit counter", err)
+	}
+	f.ok()
+	if err := f.checkHeader(resp.Header); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.auditRev > 0 && len(resp.Kvs) == 0:
+		return fmt.Errorf("%w: the audit counter is gone", errRolledBack)
+	case len(resp.Kvs) == 1 && resp.Kvs[0].ModRevision < f.auditRev:
+		return fmt.Errorf("%w: the audit counter went from revision %d to %d", errRolledBack, f.auditRev, resp.Kvs[0].ModRevision)
+	case len(resp.Kvs) == 1:
+		f.auditRev = resp.Kvs[0].ModRevision
+	}
 	return nil
 }
 
@@ -169,6 +247,9 @@ func (f *Fleet) overrideEvents(ctx context.Context, cli *clientv3.Client, wr cli
 		f.mu.Lock()
 		dropped := f.deliver(u)
 		f.watched = max(f.watched, ev.Kv.ModRevision)
+		if ev.Type == clientv3.EventTypePut {
+			f.ovrRev = max(f.ovrRev, ev.Kv.ModRevision)
+		}
 		f.mu.Unlock()
 		f.logDropped(dropped)
 	}
@@ -206,12 +287,15 @@ func (f *Fleet) deleted(ctx context.Context, cli *clientv3.Client, rev int64) Ov
 }
 
 // acceptAggregate takes an aggregate read or watched, unless it is
-// invalid or its term is lower than one seen (a deposed aggregator's
-// last write, or a stale member). It returns the refusal to log, nil when
+// invalid or its term is lower than one seen while that one is fresh (a
+// deposed aggregator's last write, or a stale member). It returns the refusal to log, nil when
 // there is none or it was logged before. The caller holds f.mu.
 func (f *Fleet) acceptAggregate(kv *mvccpb.KeyValue) error {
 	a, err := checkAggregate(kv.Value)
-	if err == nil && a.Term < f.maxTerm {
+	if err == nil && a.Term < f.maxTerm && f.agg != nil && time.Since(f.aggAt) <= f.staleAfter() {
+		// A deposed aggregator's late write. Once the newer term has not
+		// published for instance_ttl + one tick it is gone (or its history
+		// was restored away): then a lower term is taken.
 		err = fmt.Errorf("its term %d is lower than term %d already seen", a.Term, f.maxTerm)
 	}
 	if err != nil {

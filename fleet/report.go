@@ -12,7 +12,7 @@ import (
 
 // auditEvery is how often a session reads the audit counter's key, to
 // notice a restore whose revision has climbed past the one seen.
-const auditEvery = 10 * time.Second
+const auditEvery = 30 * time.Second
 
 // writeLoop writes the latest report under the lease at once (one given
 // before the session started, or whose write failed in the last one),

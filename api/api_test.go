@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -60,7 +61,24 @@ type rig struct {
 	h      http.Handler
 }
 
+// newRig is a server over a running controller that health-checks only
+// when the test asks (its first check ran at the start).
 func newRig(t testing.TB, d Deps) *rig {
+	t.Helper()
+	r := newIdleRig(t, d)
+	controllertest.Run(t, r.c)
+	return r
+}
+
+// newIdleRig is newRig before the controller runs: no health check yet.
+func newIdleRig(t testing.TB, d Deps) *rig {
+	t.Helper()
+	return newIdleRigEvery(t, d, 1000*time.Hour)
+}
+
+// newIdleRigEvery is newIdleRig with a health check every interval once
+// the controller runs (the interval also sizes the samples kept).
+func newIdleRigEvery(t testing.TB, d Deps, interval time.Duration) *rig {
 	t.Helper()
 	r := &rig{win: &window{}, reg: prometheus.NewRegistry(), tokens: new(atomic.Pointer[Tokens])}
 	tab := testTable(t)
@@ -69,7 +87,8 @@ func newRig(t testing.TB, d Deps) *rig {
 		names = append(names, l.Name)
 	}
 	m := NewMetrics(r.reg, names)
-	c, err := controller.New(controller.Options{Table: tab, Errors: r.win, Observer: m, MinimumLevelDuration: time.Minute, Hysteresis: 0.1})
+	c, err := controller.New(controller.Options{Table: tab, Errors: r.win, Observer: m, HealthCheckInterval: interval,
+		Rules: levels.Rules{MinimumLevelDuration: time.Minute, Hysteresis: 0.1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +417,7 @@ func TestBadInputs(t *testing.T) {
 }
 
 func TestOverrideAndAuth(t *testing.T) {
-	r := newRig(t, Deps{Reload: func() error { return nil }})
+	r := newRig(t, Deps{Reload: func(string) error { return nil }})
 	r.tokens.Store(&Tokens{Admin: "s3cret", Report: "rep"})
 	body := `{"level":"Major","mode":"floor","ttl":"15m","reason":"INC-42"}`
 	for _, tc := range []struct{ name, auth string }{{"none", ""}, {"wrong", "Bearer nope"}, {"report token", "Bearer rep"}, {"basic", "Basic s3cret"}} {
@@ -450,7 +469,7 @@ func TestOverrideAndAuth(t *testing.T) {
 }
 
 func TestLevelsAndProbes(t *testing.T) {
-	r := newRig(t, Deps{})
+	r := newIdleRig(t, Deps{})
 	type row struct {
 		Name       string   `json:"name"`
 		CPUPercent *float64 `json:"cpu_percent"`
@@ -470,7 +489,7 @@ func TestLevelsAndProbes(t *testing.T) {
 	if w := r.do("GET", "/readyz", ""); w.Code != 503 {
 		t.Errorf("readyz before the first check: %d, want 503", w.Code)
 	}
-	r.c.Check(context.Background())
+	controllertest.Run(t, r.c) // the first check
 	if w := r.do("GET", "/readyz", ""); w.Code != 200 {
 		t.Errorf("readyz after the first check: %d, want 200", w.Code)
 	}
@@ -478,7 +497,7 @@ func TestLevelsAndProbes(t *testing.T) {
 
 func TestReload(t *testing.T) {
 	var calls atomic.Int64
-	r := newRig(t, Deps{Reload: func() error {
+	r := newRig(t, Deps{Reload: func(string) error {
 		if calls.Add(1) == 2 {
 			return errBadConfig
 		}

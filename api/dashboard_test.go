@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/levels"
 )
 
@@ -103,7 +105,7 @@ func between(t *testing.T, s, open, closing string) string {
 }
 
 func TestSamples(t *testing.T) {
-	r := newRig(t, Deps{})
+	r := newIdleRigEvery(t, Deps{}, 30*time.Second) // keeps 20 samples; the test takes no 30s
 	got := decodeBody[map[string][]levels.Sample](t, r.do("GET", "/v1/samples", ""))
 	if s, ok := got["samples"]; !ok || s == nil || len(s) != 0 {
 		t.Fatalf("before any health check: %v, want {\"samples\":[]}", got)
@@ -112,9 +114,10 @@ func TestSamples(t *testing.T) {
 		t.Errorf("empty body %q, want {\"samples\":[]}", w.Body)
 	}
 
-	r.fail(t, 990, 10) // 1% errors: one health check
-	r.fail(t, 0, 60)   // 70 failures of 1060: a second
-	r.c.Check(context.Background())
+	r.win.Record(time.Now(), 990, 10)
+	controllertest.Run(t, r.c)      // 1% errors: the first health check
+	r.fail(t, 0, 60)                // 70 failures of 1060: a second
+	r.c.Check(context.Background()) // and a third
 	w := r.do("GET", "/v1/samples", "")
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /v1/samples: %d %s", w.Code, w.Header().Get("Content-Type"))

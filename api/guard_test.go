@@ -13,7 +13,7 @@ import (
 // "simple" request a browser sends without asking) must not reload.
 func TestCrossSiteReloadRefused(t *testing.T) {
 	var reloads atomic.Int64
-	r := newRig(t, Deps{Reload: func() error { reloads.Add(1); return nil }})
+	r := newRig(t, Deps{Reload: func(string) error { reloads.Add(1); return nil }})
 	w := r.do("POST", "/-/reload", "", "Content-Type", "text/plain", "Origin", "https://evil.example", "Host", "127.0.0.1:8470")
 	if w.Code != http.StatusForbidden {
 		t.Fatalf("cross-site reload: %d %s, want 403", w.Code, w.Body)
@@ -150,7 +150,7 @@ func TestOriginRule(t *testing.T) {
 // TestBodilessRequestsSkipContentType: a request without a body is not
 // asked for a Content-Type; one with a body is.
 func TestBodilessRequestsSkipContentType(t *testing.T) {
-	r := newRig(t, Deps{Reload: func() error { return nil }})
+	r := newRig(t, Deps{Reload: func(string) error { return nil }})
 	for _, tc := range []struct {
 		method, target, body string
 		code                 int

@@ -11,6 +11,7 @@ import (
 
 	"github.com/degraded/degraded/client"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/errwindow"
 	"github.com/degraded/degraded/levels"
 )
@@ -20,8 +21,8 @@ var _ controller.LatencyWindow = (*errwindow.Window)(nil)
 // The client module cannot import errwindow, so it keeps its own copy of
 // the latency buckets; a drift would put every latency in the wrong bucket.
 func TestClientLatencyBoundsMatchTheDaemon(t *testing.T) {
-	if c, d := client.LatencyBounds(), errwindow.LatencyBounds(); c != d {
-		t.Errorf("client.LatencyBounds() = %v, errwindow.LatencyBounds() = %v; they must be equal", c, d)
+	if c, d := client.LatencyBounds(), levels.LatencyBounds(); c != d {
+		t.Errorf("client.LatencyBounds() = %v, levels.LatencyBounds() = %v; they must be equal", c, d)
 	}
 }
 
@@ -40,10 +41,11 @@ func latencyRig(t *testing.T) (*rig, *errwindow.Window) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := controller.New(controller.Options{Table: tab, Errors: win, MinimumLevelDuration: time.Minute})
+	c, err := controller.New(controller.Options{Table: tab, Errors: win, Rules: levels.Rules{MinimumLevelDuration: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	controllertest.Run(t, c)
 	r := &rig{c: c}
 	r.h = NewServer(Deps{Controller: c, Outcomes: win})
 	return r, win

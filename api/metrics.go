@@ -38,6 +38,7 @@ type Metrics struct {
 	sampleErrors    *prometheus.CounterVec
 	stateRecovered  prometheus.Gauge
 	stateSaveErrors prometheus.Counter
+	stateSaveFailed prometheus.Gauge
 	reloadOK        prometheus.Gauge
 	reloadTimestamp prometheus.Gauge
 	wouldShed       *prometheus.CounterVec
@@ -80,6 +81,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		sampleErrors:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "sample_errors_total", Help: "Failed signal samples."}, []string{"signal"}),
 		stateRecovered:  g("state_recovered", "1 if the daemon started from state.json.prev because state.json was damaged."),
 		stateSaveErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "degraded", Name: "state_save_errors_total", Help: "Failed writes of the state file."}),
+		stateSaveFailed: g("state_save_failed", "1 while the last write of the state file failed: changes that would pass the reserved sequence ceiling are held."),
 		reloadOK:        g("config_last_reload_successful", "1 if the last configuration reload succeeded."),
 		reloadTimestamp: g("config_last_reload_success_timestamp_seconds", "Time of the last successful configuration load, Unix seconds."),
 		wouldShed:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "shadow_would_shed_total", Help: "Requests shadow mode admitted that enforcement would have shed, by level (unknown: a level name the table lacks)."}, []string{"level"}),
@@ -88,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 			Help: "Timeline lines not recorded: full (the writer was behind), write_error (a full or read-only disk)."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.signalValue,
-		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.reloadOK, m.reloadTimestamp, m.wouldShed, m.timelineDropped,
+		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.stateSaveFailed, m.reloadOK, m.reloadTimestamp, m.wouldShed, m.timelineDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.successes = m.outcomesTotal.WithLabelValues("success")
 	m.failures = m.outcomesTotal.WithLabelValues("failure")
@@ -254,10 +256,17 @@ func (m *Metrics) StateRecovered() {
 	}
 }
 
-// StateSaveFailed counts a failed write of the state file.
-func (m *Metrics) StateSaveFailed() {
-	if m != nil {
+// SaveFailed records the outcome of a write of the state file: a failed
+// one is counted, and state_save_failed says whether the last one failed.
+func (m *Metrics) SaveFailed(failed bool) {
+	if m == nil {
+		return
+	}
+	if failed {
 		m.stateSaveErrors.Inc()
+		m.stateSaveFailed.Set(1)
+	} else {
+		m.stateSaveFailed.Set(0)
 	}
 }
 

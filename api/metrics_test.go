@@ -68,7 +68,7 @@ func TestMetricsFollowTheLevel(t *testing.T) {
 		`degraded_signal_error_rate_percent 15`,
 		`degraded_signal_cpu_percent NaN`,
 		`degraded_override_active 0`,
-		`degraded_health_check_duration_seconds_count 1`,
+		`degraded_health_check_duration_seconds_count 2`,
 		`degraded_sample_errors_total{signal="cpu"} 0`,
 		`degraded_config_last_reload_successful 1`,
 		`go_goroutines `,

@@ -39,9 +39,10 @@ type Deps struct {
 	// Tokens returns the tokens in force. It is called on each request, so
 	// a reload that swaps them applies at once; nil means no tokens (open).
 	Tokens func() Tokens
-	// Reload re-reads the configuration; nil makes POST /-/reload a 404.
-	// Its error, if any, is shown to the (authenticated) caller.
-	Reload func() error
+	// Reload re-reads the configuration, for the actor the request's token
+	// names; nil makes POST /-/reload a 404. Its error, if any, is shown
+	// to the (authenticated) caller.
+	Reload func(actor string) error
 	// Gatherer serves /metrics; nil serves an empty registry.
 	Gatherer prometheus.Gatherer
 	// Metrics counts outcomes and subscribers; nil counts nothing.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -14,7 +15,7 @@ import (
 func shadowRig(t *testing.T) *rig {
 	t.Helper()
 	r := newRig(t, Deps{})
-	if err := r.c.Reconfigure(controller.Options{Table: testTable(t), Errors: r.win, MinimumLevelDuration: time.Minute, Hysteresis: 0.1, Shadow: true}); err != nil {
+	if err := r.c.Reconfigure(controller.Options{Table: testTable(t), Errors: r.win, Rules: levels.Rules{MinimumLevelDuration: time.Minute, Hysteresis: 0.1, Shadow: true}}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.c.SetOverride(controller.OverrideRequest{Level: "Major", Mode: controller.ModePin, TTL: time.Hour, Reason: "INC-7"}); err != nil {
@@ -63,7 +64,7 @@ func TestAdmitInShadowMode(t *testing.T) {
 	}
 
 	// Back to enforce: the same request is shed.
-	if err := r.c.Reconfigure(controller.Options{Table: testTable(t), Errors: r.win, MinimumLevelDuration: time.Minute, Hysteresis: 0.1}); err != nil {
+	if err := r.c.Reconfigure(controller.Options{Table: testTable(t), Errors: r.win, Rules: levels.Rules{MinimumLevelDuration: time.Minute, Hysteresis: 0.1}}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if w := r.do("GET", "/v1/admit?priority=49", ""); w.Code != 503 || w.Header().Get("X-Degraded-Would-Shed") != "" {

@@ -17,7 +17,7 @@ import (
 const maxCount = 1_000_000_000
 
 // numLatencyCounts is how many counts "latency_counts" holds: one per
-// bound of errwindow.LatencyBounds.
+// bound of levels.LatencyBounds.
 const numLatencyCounts = errwindow.NumLatencyBuckets
 
 // latencyRecorder is an Outcomes that also keeps the reports' latency
@@ -199,12 +199,12 @@ func handleClearOverride(c *controller.Controller) http.HandlerFunc {
 }
 
 // writeOverrideResult answers an override change: 200 with the state, or
-// 500 when the change is in force but not durable, so the operator knows
-// a restart would lose it.
+// 503 when the state file could not be written, in which case nothing
+// changed: an override is in force only once it is durable.
 func writeOverrideResult(w http.ResponseWriter, st *controller.State, err error) {
 	switch {
 	case errors.Is(err, controller.ErrNotSaved):
-		writeError(w, http.StatusInternalServerError, "the change is in force but could not be saved to the state file; a restart would lose it (see the daemon's log)")
+		writeError(w, http.StatusServiceUnavailable, "the state file could not be written, so the change was not applied; retry once the disk is fixed (see the daemon's log)")
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "override not applied")
 	default:
@@ -214,9 +214,9 @@ func writeOverrideResult(w http.ResponseWriter, st *controller.State, err error)
 
 // handleReload re-reads the configuration; an invalid one is refused with
 // every problem and the old one stays in force.
-func handleReload(reload func() error, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		if err := reload(); err != nil {
+func handleReload(reload func(actor string) error, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := reload(actorOf(r)); err != nil {
 			log.Error("reload refused", "err", err)
 			writeError(w, http.StatusBadRequest, "config not reloaded: "+err.Error())
 			return

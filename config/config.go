@@ -2,6 +2,9 @@ package config
 
 import (
 	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/degraded/degraded/levels"
@@ -212,4 +215,54 @@ func (l *Level) thresholds() map[levels.Signal]*float64 {
 		}
 	}
 	return ths
+}
+
+// Machine returns the level machine's configuration: the table ([Config.Table])
+// and the rules, the one mapping of the config onto levels.Rules that the
+// daemon and `degraded replay` share.
+func (c *Config) Machine() (levels.Config, error) {
+	t, err := c.Table()
+	if err != nil {
+		return levels.Config{}, err
+	}
+	return levels.Config{Table: t, Rules: levels.Rules{
+		MinimumLevelDuration: c.MinimumLevelDuration,
+		EscalationDelay:      c.EscalationDelay,
+		EscalateAfter:        c.EscalateAfter,
+		Hysteresis:           c.Hysteresis,
+		BlindHold:            c.BlindHold,
+		ManualOnly:           !c.EnableAutoAdjustment,
+		RecoveryJitter:       c.RecoveryJitter,
+		MaxOverrideTTL:       c.MaxOverrideTTL,
+		MinThroughput:        c.MinThroughput,
+		Shadow:               c.Mode == "shadow",
+		Admission:            levels.AdmissionMode(c.Admission.Mode),
+	}}, nil
+}
+
+// Measured returns, as text, the keys that decide what the daemon measures
+// rather than how the level machine judges it: the health check interval,
+// the error window and the signal sources. Timeline start and reload lines
+// carry them, so that `degraded replay` can say which keys of a candidate
+// it cannot apply.
+func (c *Config) Measured() map[string]string {
+	text := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	}
+	return map[string]string{
+		"health_check_interval":     c.HealthCheckInterval.String(),
+		"error_rate_window":         c.ErrorRateWindow.String(),
+		"error_rate_window_buckets": strconv.Itoa(c.ErrorRateWindowBuckets),
+		"signals.cpu":               c.Signals.CPU.Source,
+		"signals.memory":            c.Signals.Memory.Source,
+		"signals.pressure":          c.Signals.Pressure.Source,
+		"signals.cgroup_path":       c.Signals.CgroupPath,
+		"signals.custom":            text(c.Signals.Custom),
+		"signals.prometheus":        text(c.Signals.Prometheus),
+		"fleet.error_rate_scope":    c.Fleet.ErrorRateScope,
+	}
 }

@@ -15,7 +15,7 @@ import (
 
 func TestAuditLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{MinimumLevelDuration: time.Minute})
+		r := newRig(t, Options{Rules: levels.Rules{MinimumLevelDuration: time.Minute}})
 		ctx := context.Background()
 		r.cpu.set(85)
 		r.c.Check(ctx) // seq 1: Normal -> Major
@@ -74,7 +74,7 @@ func TestHistoryIsBounded(t *testing.T) {
 }
 
 func TestSetOverrideRejectsBadInput(t *testing.T) {
-	r := newRig(t, Options{MaxOverrideTTL: time.Hour})
+	r := newRig(t, Options{Rules: levels.Rules{MaxOverrideTTL: time.Hour}})
 	tests := []struct {
 		name string
 		req  OverrideRequest
@@ -102,7 +102,7 @@ func TestSetOverrideRejectsBadInput(t *testing.T) {
 
 func TestStateDocument(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{MinimumLevelDuration: time.Minute, MinThroughput: 10})
+		r := newRig(t, Options{Rules: levels.Rules{MinimumLevelDuration: time.Minute, MinThroughput: 10}})
 		ctx := context.Background()
 		r.c.Check(ctx)
 		if st := r.c.State(); st.EarliestRecoveryAt != nil || st.Level != "Normal" || len(st.DisabledFeatures) != 0 {
@@ -137,13 +137,10 @@ func TestStateDocument(t *testing.T) {
 
 func TestRunTicks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{HealthCheckInterval: 10 * time.Second})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
+		r := newStopped(t, Options{HealthCheckInterval: 10 * time.Second})
 		r.cpu.set(85)
 		changed := r.c.LevelChanged()
-		go func() { done <- r.c.Run(ctx) }()
-		synctest.Wait()
+		r.run(t)
 		if !r.c.Ready() || r.c.State().Level != "Major" {
 			t.Fatalf("after start: ready %v level %s, want the first check to have run at once", r.c.Ready(), r.c.State().Level)
 		}
@@ -163,8 +160,7 @@ func TestRunTicks(t *testing.T) {
 		if got := r.c.State().Level; got != "Severe" {
 			t.Fatalf("at the next tick: %s, want Severe", got)
 		}
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
+		if err := r.stop(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run returned %v, want context.Canceled", err)
 		}
 	})
@@ -174,22 +170,18 @@ func TestStateSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		store := &FileStore{Dir: filepath.Join(dir, "data")}
-		r := newRig(t, Options{Store: store, MinimumLevelDuration: time.Minute})
+		r := newRig(t, Options{Store: store, Rules: levels.Rules{MinimumLevelDuration: time.Minute}})
 		r.cpu.set(85)
 		r.c.Check(context.Background())
 		if _, err := r.c.SetOverride(OverrideRequest{Level: "Severe", Mode: ModeFloor, TTL: time.Hour, Reason: "INC-9"}); err != nil {
 			t.Fatal(err)
 		}
 		before := r.c.State()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.c.Run(ctx) }() // a clean shutdown: no restart entry
-		synctest.Wait()
-		cancel()
-		<-done
+		r.stop() // a clean shutdown: no restart entry
 
 		time.Sleep(time.Second)
-		again, err := New(Options{Table: defaultTable(t), Store: store, MinimumLevelDuration: time.Minute})
+		r2 := &fakeSampler{v: 1}
+		again, err := New(Options{Table: defaultTable(t), Store: store, CPU: r2, HealthCheckInterval: never, Rules: levels.Rules{MinimumLevelDuration: time.Minute}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,8 +196,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 			t.Errorf("history after restart: %+v", h)
 		}
 		// The restored floor still holds after the auto level recovers.
-		r2 := &fakeSampler{v: 1}
-		again.opts.CPU = r2
+		runController(t, again)
 		time.Sleep(10 * time.Minute)
 		again.Check(context.Background())
 		if got := again.State().Level; got != "Severe" {
@@ -227,7 +218,7 @@ func TestReloadShrinkingTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.c.Reconfigure(Options{Table: tab, CPU: r.cpu, Errors: r.errs}); err != nil {
+		if err := r.c.Reconfigure(Options{Table: tab, CPU: r.cpu, Errors: r.errs}, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		st := r.c.State()
@@ -243,11 +234,11 @@ func TestReloadShrinkingTable(t *testing.T) {
 
 func TestSamplesRingCoversTenMinutes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{HealthCheckInterval: 30 * time.Second})
+		r := newRig(t, Options{HealthCheckInterval: 30 * time.Second}) // its first check reads cpu 0
 		for i := range 25 {
 			r.cpu.set(float64(i))
-			r.c.Check(context.Background())
-			time.Sleep(30 * time.Second)
+			time.Sleep(30 * time.Second) // the next tick reads it
+			synctest.Wait()
 		}
 		s := r.c.Samples()
 		if len(s) != 20 {

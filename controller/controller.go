@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -26,38 +27,38 @@ type ErrorRate interface {
 	Totals(now time.Time) (attempts, failures int64)
 }
 
-// LatencyWindow is an ErrorRate that also keeps latencies: Quantile
-// returns the q-quantile of the latencies in the window, in milliseconds,
-// and how many there are. When Options.Errors implements it, the latency
-// signal is sampled from it.
+// LatencyWindow is an ErrorRate that also keeps latencies, one count per
+// latency bucket (levels.LatencyBounds). When Options.Errors implements
+// it, the latency signal is read from it and timeline lines carry the
+// counts, so that a replay can compute another quantile.
 type LatencyWindow interface {
-	Quantile(now time.Time, q float64) (ms float64, observations int64)
+	LatencyCounts(now time.Time) [levels.NumLatencyBuckets]int64
 }
 
-// Source reads signals at a health check: one reading per signal it
-// feeds (PSI feeds three; pushed and queried custom signals one each).
+// Source reads signals at a health check: one reading per signal it feeds
+// (PSI feeds three; pushed and queried custom signals one each). Instant
+// reports whether its values change between health checks (pushed ones):
+// an event-driven evaluation reads only those again.
 type Source interface {
 	Read(ctx context.Context, now time.Time) []levels.Reading
-}
-
-// Instant is a Source whose Read is cheap and changes between health
-// checks (pushed values): an event-driven evaluation reads it again.
-type Instant interface {
-	Source
-	Instant()
+	Instant() bool
 }
 
 // Observer is told what the controller does, for metrics. Its methods are
-// called outside the controller's lock and must not block.
+// called from the controller's goroutine, outside any lock, and must not
+// block.
 type Observer interface {
 	// Published is called with every state document the controller
-	// publishes: after each health check and each override change.
+	// publishes.
 	Published(s *State)
 	// Transition is called on every change of the published level.
 	Transition(from, to, source string)
 	// HealthCheck is called after each health check with its duration and
 	// the names of the signals that failed to sample.
 	HealthCheck(d time.Duration, failed []string)
+	// SaveFailed is called with whether the last save of the state failed
+	// (degraded_state_save_failed).
+	SaveFailed(failed bool)
 }
 
 // Options configures a Controller. Zero fields take the documented
@@ -65,42 +66,16 @@ type Observer interface {
 type Options struct {
 	// Table is the level table; required.
 	Table *levels.Table
+	// Rules are the level machine's tunables (dwell, escalation,
+	// hysteresis, blind hold, jitter, override ttl, min_throughput, mode
+	// and admission mode). A zero EscalateAfter means 1 and a zero
+	// MaxOverrideTTL 24h.
+	Rules levels.Rules
 	// HealthCheckInterval is the tick period (default 30s).
 	HealthCheckInterval time.Duration
-	// MinimumLevelDuration is the dwell before each recovery step (0: none).
-	MinimumLevelDuration time.Duration
-	// EscalationDelay is how long the current level must have been held
-	// before escalating (0: escalate at once).
-	EscalationDelay time.Duration
-	// EscalateAfter is the number of consecutive ticks that must ask for a
-	// higher level (default 1).
-	EscalateAfter int
-	// MinThroughput is the number of attempts below which the error rate is
-	// unavailable (0: any attempt counts).
-	MinThroughput int64
-	// Hysteresis scales thresholds by (1 - Hysteresis) for recovery.
-	Hysteresis float64
-	// ManualOnly turns automatic transitions off: signals are still sampled
-	// and the recommendation published, but only overrides change the level
-	// (config enable_auto_adjustment: false).
-	ManualOnly bool
-	// RecoveryJitter (0 <= j < 1; 0: none) stretches each recovery step's
-	// dwell by a factor 1 + r, r uniform in [0, RecoveryJitter), drawn
-	// when a level is entered or an override ends.
-	RecoveryJitter float64
-	// Rand draws uniformly from [0, 1) for the jitter (default
+	// Rand draws uniformly from [0, 1) for the recovery jitter (default
 	// math/rand/v2's Float64); tests fix it.
 	Rand func() float64
-	// MaxOverrideTTL bounds an override's ttl (default 24h).
-	MaxOverrideTTL time.Duration
-	// BlindHold is how long a warming or failed signal may hold recovery
-	// while another signal can see (0: it never holds). See DESIGN.md
-	// "Unknown is not healthy".
-	BlindHold time.Duration
-	// Shadow publishes the level with State.Shadow set (config mode:
-	// shadow): readers admit everything and count what they would have
-	// shed. A change by Reconfigure is one history entry.
-	Shadow bool
 	// CPU and Memory sample resources; nil means the signal is off. A
 	// sampler that is the same value across a Reconfigure keeps its blind
 	// clock; a new one starts warming.
@@ -119,9 +94,9 @@ type Options struct {
 	Observer Observer
 	// Logger logs transitions and failures; nil discards.
 	Logger *slog.Logger
-	// Recorder receives one timeline line per evaluation; nil records
-	// nothing. Like Store, Observer and Logger, the one given to New is
-	// kept across Reconfigure.
+	// Recorder receives one timeline line per input of the level machine;
+	// nil records nothing. Like Store, Observer and Logger, the one given
+	// to New is kept across Reconfigure.
 	Recorder Recorder
 	// Fleet is fleet mode's identity for the state document; nil when
 	// fleet mode is off. Fleet overrides arrive by ApplyFleet.
@@ -129,29 +104,21 @@ type Options struct {
 	// FleetErrors, when set (error_rate_scope: fleet), makes the error
 	// rate the fleet's; nil keeps it local.
 	FleetErrors FleetErrorRate
-}
-
-// rules are the options the pure rules of levels.Next take.
-func (o Options) rules() levels.Rules {
-	return levels.Rules{
-		MinimumLevelDuration: o.MinimumLevelDuration,
-		EscalationDelay:      o.EscalationDelay,
-		EscalateAfter:        o.EscalateAfter,
-		Hysteresis:           o.Hysteresis,
-		BlindHold:            o.BlindHold,
-		ManualOnly:           o.ManualOnly,
-	}
+	// Measured names, as text, the config keys that decide what is
+	// measured (config.Config.Measured): the timeline's start and reload
+	// lines carry them for `degraded replay`.
+	Measured map[string]string
 }
 
 func (o Options) withDefaults() Options {
 	if o.HealthCheckInterval <= 0 {
 		o.HealthCheckInterval = 30 * time.Second
 	}
-	if o.EscalateAfter < 1 {
-		o.EscalateAfter = 1
+	if o.Rules.EscalateAfter < 1 {
+		o.Rules.EscalateAfter = 1
 	}
-	if o.MaxOverrideTTL <= 0 {
-		o.MaxOverrideTTL = 24 * time.Hour
+	if o.Rules.MaxOverrideTTL <= 0 {
+		o.Rules.MaxOverrideTTL = 24 * time.Hour
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -162,52 +129,63 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// machineConfig is the level machine's configuration in o.
+func (o Options) machineConfig() levels.Config { return levels.Config{Table: o.Table, Rules: o.Rules} }
+
+// ErrStopped is returned by a request made after Run has returned.
+var ErrStopped = errors.New("controller stopped")
+
 // Controller decides and publishes the degradation level. Create it with
-// [New], start it with [Controller.Run]. All methods are safe for concurrent
-// use; [Controller.State] is a lock-free atomic load.
+// [New] and start it with [Controller.Run]: one goroutine, Run's, owns the
+// level machine; health checks, events, overrides, fleet updates and
+// reloads are requests to it, served in order. Every method is safe for
+// concurrent use; [Controller.State] is a lock-free atomic load. Requests
+// (SetOverride, ClearOverride, ApplyFleet, Reconfigure, Check) wait for Run
+// to serve them, and fail with ErrStopped once it has returned.
 type Controller struct {
-	evalMu sync.Mutex // one evaluation (Check, Reconfigure) at a time; taken before saveMu and mu
-	saveMu sync.Mutex // serialises Store.Save; taken before mu, never inside it
-	obsMu  sync.Mutex // orders Observer.Published calls: the last one sees the latest state
-	logMu  sync.Mutex // guards failing
-
-	failing map[levels.Signal]string // signals failing now, with their error, for logFailure
-
-	mu       sync.Mutex // guards everything below
-	opts     Options
-	pub      int       // published level index
-	since    time.Time // when pub last changed: the dwell clock
-	reason   string
-	auto     levels.Auto // the automatic level, computed even under an override
-	ovr      *Override
-	ovrIndex int
-	ovrEnds  time.Time  // ExpiresAt with the monotonic reading, while this process runs
-	fleet    fleetLayer // the fleet override, between auto and ovr (fleet.go)
-	seq      uint64
-	history  []Transition    // oldest first, at most HistoryLimit
-	errSince time.Time       // when the error window came into use
-	signals  levels.Sample   // the last health check's sample
-	samples  []levels.Sample // ring of recent health checks, oldest first
-	ready    bool
-	lastKey  docKey // what clients act on in the last published state
-
-	state    atomic.Pointer[State]
-	levelCh  notifier // fires when Sequence changes
-	sampleCh notifier // fires after every health check
-	reload   chan struct{}
-	unsaved  atomic.Bool // the last save failed: retry on each tick
-
-	eventDue   atomic.Bool  // an event-driven evaluation is due
-	lastEvent  atomic.Int64 // when the last one ran, Unix nanoseconds
-	timerMu    sync.Mutex   // guards eventTimer and stopped
-	eventTimer *time.Timer  // a due evaluation, a millisecond after the last
-	stopped    bool         // Run has ended: no more timers
-
-	// Fixed at New; Reconfigure keeps them.
 	store    Store
 	observer Observer
 	recorder Recorder
 	log      *slog.Logger
+
+	reqs    chan func()   // requests, run by Run's goroutine
+	wake    chan struct{} // a report is pending
+	stopped chan struct{} // closed when Run returns
+
+	pendMu  sync.Mutex
+	pending []levels.Report // reports not yet evaluated
+
+	mu      sync.Mutex // guards history and samples, which Run writes and readers copy
+	history []Transition
+	samples []levels.Sample
+
+	state    atomic.Pointer[State]
+	config   atomic.Pointer[levels.Config]
+	levelCh  notifier // fires when Sequence changes
+	sampleCh notifier // fires after every evaluation
+
+	run run // owned by Run's goroutine (and New, before it)
+}
+
+// run is the state the controller's goroutine owns.
+type run struct {
+	m    levels.Machine
+	opts Options
+	// seq is the last published sequence, ceiling the highest one the
+	// store has reserved (math.MaxUint64 without a store).
+	seq, ceiling uint64
+	// held are changes not yet published because publishing them would
+	// pass the ceiling; heldSteps their sequence steps.
+	held      []Transition
+	heldSteps int
+	dirty     bool      // a durable change not yet saved
+	unsaved   bool      // the last save failed
+	holdLog   time.Time // when holding at the ceiling was last logged
+	errSince  time.Time // when the error window came into use
+	failing   map[levels.Signal]string
+	lastEvent time.Time
+	timer     *time.Timer // a due event evaluation; nil when none
+	ticker    *time.Ticker
 }
 
 // New returns a controller resumed from o.Store, if it holds a state. It
@@ -219,25 +197,25 @@ func New(o Options) (*Controller, error) {
 		return nil, errors.New("controller: no level table")
 	}
 	o = o.withDefaults()
-	c := &Controller{opts: o, reload: make(chan struct{}, 1), store: o.Store, observer: o.Observer, recorder: o.Recorder, log: o.Logger}
+	c := &Controller{store: o.Store, observer: o.Observer, recorder: o.Recorder, log: o.Logger,
+		reqs: make(chan func()), wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	now := time.Now()
-	c.since, c.errSince = now, now
-	c.auto.Since = now
-	c.auto.Seen = map[levels.Signal]time.Time{}
-	for _, sig := range o.Table.Signals() {
-		c.auto.Seen[sig] = now // every blind clock starts at the start
-	}
-	c.reason = "started"
+	r := &c.run
+	r.opts, r.errSince, r.ceiling, r.failing = o, now, math.MaxUint64, map[levels.Signal]string{}
+	r.m = levels.NewMachine(o.machineConfig(), now)
+	cfg := o.machineConfig()
+	c.config.Store(&cfg)
+	var entries []levels.Entry
 	if c.store != nil {
-		p, err := c.store.Load()
+		p, fromPrev, err := c.store.Load()
 		if err != nil {
 			return nil, fmt.Errorf("load state: %w", err)
 		}
 		if p != nil {
-			c.restore(now, p, recoveredFrom(c.store))
+			entries = c.restore(now, p, fromPrev)
 		}
 	}
-	c.publishLocked(now, SourceConfig, "config changed")
+	c.publish(now, levels.Output{Entries: entries})
 	if c.store != nil {
 		if err := c.save(false); err != nil {
 			return nil, fmt.Errorf("reserve sequence numbers: %w", err)
@@ -249,19 +227,15 @@ func New(o Options) (*Controller, error) {
 // State returns the latest published state document. It never blocks.
 func (c *Controller) State() *State { return c.state.Load() }
 
-// LevelChanged returns a channel closed at the next change of the level or
-// the override (the next Sequence). Take the channel, then read State.
+// LevelChanged returns a channel closed at the next change of the state
+// document (the next Sequence). Take the channel, then read State.
 func (c *Controller) LevelChanged() <-chan struct{} { return c.levelCh.wait() }
 
-// Sampled returns a channel closed after the next health check.
+// Sampled returns a channel closed after the next evaluation.
 func (c *Controller) Sampled() <-chan struct{} { return c.sampleCh.wait() }
 
 // Ready reports whether the first health check has run.
-func (c *Controller) Ready() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ready
-}
+func (c *Controller) Ready() bool { return c.State().ready }
 
 // History returns up to limit transitions, newest first.
 func (c *Controller) History(limit int) []Transition {
@@ -285,55 +259,88 @@ func (c *Controller) Samples() []levels.Sample {
 }
 
 // Table returns the level table in force.
-func (c *Controller) Table() *levels.Table {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.opts.Table
+func (c *Controller) Table() *levels.Table { return c.config.Load().Table }
+
+// FleetOverride returns the fleet override in force, or nil.
+func (c *Controller) FleetOverride() *FleetOverride {
+	if o := c.State().fleetOvr; o != nil {
+		cp := *o
+		return &cp
+	}
+	return nil
 }
 
-// Run performs a health check at once, then one every
-// HealthCheckInterval, until ctx ends. It then saves the state one last
-// time, marked as a clean shutdown, and returns ctx.Err(), or an error
-// wrapping ErrNotSaved if that save failed.
+// CheckOverride validates r as SetOverride does (the fleet override takes
+// the same body), and returns it with the level spelled as the table
+// spells it. Errors wrap ErrInvalidOverride.
+func (c *Controller) CheckOverride(r OverrideRequest) (OverrideRequest, error) {
+	return c.config.Load().CheckOverride(r)
+}
+
+// Run owns the level machine until ctx ends: it runs a health check at
+// once, then one every HealthCheckInterval, evaluates reports as they
+// arrive (at most four evaluations a second, except one that escalates),
+// and serves the requests. It then saves the state one last time, marked
+// as a clean shutdown, and returns ctx.Err(), or an error wrapping
+// ErrNotSaved if that save failed.
 func (c *Controller) Run(ctx context.Context) error {
-	c.check(ctx, levels.TriggerStart)
-	t := time.NewTicker(c.interval())
-	defer t.Stop()
+	defer close(c.stopped)
+	r := &c.run
+	c.tick(ctx, levels.TriggerStart)
+	r.ticker = time.NewTicker(r.opts.HealthCheckInterval)
+	defer r.ticker.Stop()
 	for {
+		var due <-chan time.Time
+		if r.timer != nil {
+			due = r.timer.C
+		}
 		select {
 		case <-ctx.Done():
-			c.stopEvents()
+			if r.timer != nil {
+				r.timer.Stop()
+			}
 			if err := c.save(true); err != nil {
 				return fmt.Errorf("final save: %w", err)
 			}
 			return ctx.Err()
-		case <-c.reload:
-			t.Reset(c.interval())
-		case <-t.C:
-			c.Check(ctx)
+		case f := <-c.reqs:
+			f()
+		case <-r.ticker.C:
+			c.tick(ctx, levels.TriggerTick)
+		case <-c.wake:
+			c.reported(ctx)
+		case <-due:
+			r.timer = nil
+			c.event(ctx)
 		}
 	}
 }
 
-func (c *Controller) interval() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.opts.HealthCheckInterval
+// do runs f on Run's goroutine and waits for it; ErrStopped once Run has
+// returned.
+func (c *Controller) do(f func()) error {
+	done := make(chan struct{})
+	select {
+	case c.reqs <- func() { f(); close(done) }:
+	case <-c.stopped:
+		return ErrStopped
+	}
+	<-done
+	return nil
 }
 
-// publishLocked stores a fresh state document and returns it. A change of
-// what clients act on (see docKey) that no history entry accounts for yet,
-// such as a reload changing the current level's threshold, is recorded
-// here as one entry with the given source and reason, so the sequence and
-// the ETag always move with the document. c.mu must be held.
-func (c *Controller) publishLocked(now time.Time, source, reason string) *State {
-	st := c.build()
-	if prev := c.state.Load(); prev != nil && keyOf(st) != c.lastKey && st.Sequence == prev.Sequence {
-		name := c.opts.Table.Level(c.pub).Name
-		c.record(now, name, source, reason)
-		st = c.build()
+// Check asks for a health check now and waits for it: sample, evaluate,
+// publish. Run makes one on every tick; tools and tests may ask for more.
+func (c *Controller) Check(ctx context.Context) {
+	_ = c.do(func() { c.tick(ctx, levels.TriggerTick) }) // after Run: nothing to check
+}
+
+// draw is a recovery draw r for the machine: uniform in [0,
+// recovery_jitter).
+func (c *Controller) draw() float64 {
+	j := c.run.opts.Rules.RecoveryJitter
+	if j <= 0 {
+		return 0
 	}
-	c.lastKey = keyOf(st)
-	c.state.Store(st)
-	return st
+	return j * c.run.opts.Rand()
 }

@@ -80,16 +80,32 @@ type rig struct {
 	cpu   *fakeSampler
 	errs  *fakeErrors
 	start time.Time
+	stop  func() error // ends Run and returns what it returned; nil before run
 }
 
+// newRig builds a controller on fakes and runs it until the test ends
+// (see run). Without a HealthCheckInterval it ticks only when the test
+// asks (Check): the first health check runs at the start, as Run's always
+// does.
 func newRig(t *testing.T, o Options) *rig {
+	t.Helper()
+	r := newStopped(t, o)
+	r.run(t)
+	return r
+}
+
+// newStopped builds the rig's controller without running it.
+func newStopped(t *testing.T, o Options) *rig {
 	t.Helper()
 	r := &rig{cpu: &fakeSampler{}, errs: &fakeErrors{}, start: time.Now()}
 	if o.Table == nil {
 		o.Table = defaultTable(t)
 	}
-	if o.Hysteresis == 0 {
-		o.Hysteresis = 0.1
+	if o.Rules.Hysteresis == 0 {
+		o.Rules.Hysteresis = 0.1
+	}
+	if o.HealthCheckInterval == 0 {
+		o.HealthCheckInterval = never
 	}
 	o.CPU, o.Errors = r.cpu, r.errs
 	c, err := New(o)
@@ -98,6 +114,64 @@ func newRig(t *testing.T, o Options) *rig {
 	}
 	r.c = c
 	return r
+}
+
+// startNew builds a controller from o (ticking only when asked, unless o
+// sets an interval) and runs it until the test ends.
+func startNew(t *testing.T, o Options) *Controller {
+	t.Helper()
+	if o.HealthCheckInterval == 0 {
+		o.HealthCheckInterval = never
+	}
+	c, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runController(t, c)
+	return c
+}
+
+// never is a health check interval no test reaches: the test drives the
+// health checks.
+const never = 1000 * time.Hour
+
+// run runs the rig's controller until r.stop or the end of the test, and
+// waits for its first health check.
+func (r *rig) run(t *testing.T) {
+	t.Helper()
+	r.stop = runController(t, r.c)
+}
+
+// runController runs c until the returned stop is called or the test
+// ends, and waits for its first health check. stop returns Run's error.
+func runController(t *testing.T, c *Controller) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var err error
+	var once sync.Once
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() {
+		if err := stop(); !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+	})
+	for {
+		sampled := c.Sampled()
+		if c.Ready() {
+			return stop
+		}
+		select {
+		case <-sampled:
+		case err := <-done:
+			done <- err
+			t.Fatalf("Run returned %v before its first health check", err)
+		}
+	}
 }
 
 // step is one moment of a scenario: at a time since the start, set the
@@ -111,7 +185,7 @@ type step struct {
 	reason string // substring; "" means don't check
 }
 
-func (r *rig) run(t *testing.T, steps []step) {
+func (r *rig) steps(t *testing.T, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		if d := time.Until(r.start.Add(s.at)); d > 0 {
@@ -166,7 +240,7 @@ func TestTransitions(t *testing.T) {
 	}{
 		{
 			name: "escalates straight to the recommended level",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 10, want: "Normal"},
 				{at: 30 * time.Second, cpu: 85, want: "Major", source: "auto", reason: "cpu 85.00% > 80% (Major)"},
@@ -181,7 +255,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "recovers one level per dwell",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 85, want: "Major"},
 				{at: 30 * time.Second, cpu: 5, want: "Major"},
@@ -194,7 +268,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "hysteresis holds the level until signals fall below the scaled threshold",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 75, want: "Moderate"},
 				{at: 2 * m, cpu: 65, want: "Moderate"}, // 65 > 70*0.9
@@ -206,7 +280,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "escalation during a recovery dwell is immediate",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 85, want: "Major"},
 				{at: 60 * time.Second, cpu: 5, want: "Moderate"},
@@ -217,7 +291,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "escalate_after needs consecutive ticks and takes the lowest ask",
-			opts: Options{EscalateAfter: 3},
+			opts: Options{Rules: levels.Rules{EscalateAfter: 3}},
 			steps: []step{
 				{at: 0, cpu: 85, want: "Normal"},
 				{at: 1 * time.Second, cpu: 10, want: "Normal"}, // streak broken
@@ -228,7 +302,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "escalation_delay holds the current level first",
-			opts: Options{EscalationDelay: m, MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{EscalationDelay: m, MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 61, want: "Normal"}, // Normal held since start: 0 < 1m
 				{at: 60 * time.Second, cpu: 61, want: "Minor"},
@@ -244,7 +318,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "manual only publishes the recommendation but never moves",
-			opts: Options{ManualOnly: true},
+			opts: Options{Rules: levels.Rules{ManualOnly: true}},
 			steps: []step{
 				{at: 0, cpu: 99, want: "Normal"},
 				{at: time.Second, cpu: 99, act: pin("Major", 10*time.Minute), want: "Major", source: "override"},
@@ -254,7 +328,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "pin takes effect at once and clearing resumes stepwise from it",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 10, want: "Normal"},
 				{at: 10 * time.Second, cpu: 10, act: pin("Severe", 15*m), want: "Severe", source: "override", reason: "INC-42"},
@@ -277,7 +351,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "override expires on the next tick, mid-dwell",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 10, act: pin("Major", 90*time.Second), want: "Major"},
 				{at: 89 * time.Second, cpu: 10, want: "Major", source: "override"},
@@ -290,7 +364,7 @@ func TestTransitions(t *testing.T) {
 		},
 		{
 			name: "floor below the automatic level changes nothing until auto falls under it",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 85, want: "Major"},
 				{at: time.Second, cpu: 85, act: floor("Minor", 10*m), want: "Major", source: "auto"},
@@ -313,7 +387,7 @@ func TestTransitions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, tt.opts)
-				r.run(t, tt.steps)
+				r.steps(t, tt.steps)
 			})
 		})
 	}

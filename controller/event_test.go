@@ -14,12 +14,13 @@ import (
 // next tick; it never recovers, and it respects escalate_after.
 func TestReportEscalatesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{HealthCheckInterval: 30 * time.Second, MinimumLevelDuration: time.Minute})
+		r := newRig(t, Options{Rules: levels.Rules{MinimumLevelDuration: time.Minute}})
 		r.cpu.set(5)
 		r.c.Check(context.Background())
 		sampled := r.c.Sampled()
 		r.errs.set(100, 15)
 		r.c.Reported(levels.Report{})
+		synctest.Wait()
 		st := r.c.State()
 		if st.Level != "Major" || st.Reason != "error_rate 15.00% > 10% (Major)" {
 			t.Fatalf("after a report of 15%% errors: %s %q, want Major at once", st.Level, st.Reason)
@@ -35,6 +36,7 @@ func TestReportEscalatesAtOnce(t *testing.T) {
 		r.errs.set(1000, 0)
 		time.Sleep(time.Hour)
 		r.c.Reported(levels.Report{})
+		synctest.Wait()
 		if got := r.c.State().Level; got != "Major" {
 			t.Fatalf("a healthy report: %s, want Major (events never recover)", got)
 		}
@@ -43,34 +45,45 @@ func TestReportEscalatesAtOnce(t *testing.T) {
 
 func TestReportRespectsEscalateAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{EscalateAfter: 2})
+		r := newRig(t, Options{Rules: levels.Rules{EscalateAfter: 2}})
 		r.c.Check(context.Background())
 		r.errs.set(100, 15)
 		r.c.Reported(levels.Report{})
+		synctest.Wait()
 		if got := r.c.State().Level; got != "Normal" {
 			t.Fatalf("escalate_after 2: %s after a report, want Normal (the ticks decide)", got)
 		}
 	})
 }
 
-// TestReportStormIsDebounced: reports within a millisecond of an
-// evaluation are folded into one evaluation a millisecond later.
-func TestReportStormIsDebounced(t *testing.T) {
+// TestReportStormIsCoalesced: the reports of a flood are evaluated at
+// most four times a second, in one evaluation each 250ms (one timeline
+// line each), except one that escalates, which is evaluated at once.
+func TestReportStormIsCoalesced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{})
-		r.c.Check(context.Background())
-		r.c.Reported(levels.Report{}) // evaluates now: nothing to do
-		r.errs.set(100, 30)
+		rec := &lines{}
+		r := newRig(t, Options{Recorder: rec})
+		r.errs.set(1000, 5) // 0.5%: below every threshold
+		r.c.Reported(levels.Report{Success: 1})
+		synctest.Wait() // evaluated at once: the first in 250ms
 		for range 100 {
-			r.c.Reported(levels.Report{}) // within the millisecond: folded
+			r.c.Reported(levels.Report{Success: 1})
 		}
-		if got := r.c.State().Level; got != "Normal" {
-			t.Fatalf("within the millisecond: %s, want Normal until the folded evaluation", got)
+		synctest.Wait()
+		if n := rec.count(levels.TriggerEvent); n != 1 {
+			t.Fatalf("within 250ms of an evaluation: %d event lines, want 1 (the rest wait)", n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
+		synctest.Wait()
+		events := rec.events()
+		if len(events) != 2 || len(events[1].Reports) != 1 || events[1].Reports[0].Success != 100 {
+			t.Fatalf("250ms later: %d event lines, the last with reports %+v; want 2, the 100 reports merged into one", len(events), events[len(events)-1].Reports)
+		}
+		r.errs.set(100, 30) // 30%: Severe
+		r.c.Reported(levels.Report{Failure: 1})
 		synctest.Wait()
 		if got := r.c.State().Level; got != "Severe" {
-			t.Fatalf("a millisecond later: %s, want Severe", got)
+			t.Fatalf("an escalating report within 250ms of an evaluation: %s, want Severe at once", got)
 		}
 	})
 }

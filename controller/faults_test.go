@@ -33,6 +33,7 @@ func (r *recorder) Transition(from, to, source string) {
 	r.moves = append(r.moves, from+">"+to+":"+source)
 	r.mu.Unlock()
 }
+func (r *recorder) SaveFailed(bool) {}
 func (r *recorder) HealthCheck(_ time.Duration, failed []string) {
 	r.mu.Lock()
 	r.failed = append(r.failed, failed)
@@ -44,12 +45,8 @@ func (r *recorder) HealthCheck(_ time.Duration, failed []string) {
 func TestFailedSampleIsUnavailableNotZero(t *testing.T) {
 	obs := &recorder{}
 	mem := &fakeSampler{v: 85}
-	c, err := New(Options{Table: defaultTable(t), CPU: failingSampler{}, Memory: mem, Observer: obs, Hysteresis: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Check(context.Background())
-	st := c.State()
+	c := startNew(t, Options{Table: defaultTable(t), CPU: failingSampler{}, Memory: mem, Observer: obs, Rules: levels.Rules{Hysteresis: 0.1}})
+	st := c.State() // after the first health check, at the start
 	if hasValue(st, levels.CPU) || !hasValue(st, levels.Memory) || st.Level != "Major" {
 		t.Fatalf("signals %+v level %s, want cpu null, memory 85 and Major", st.Signals, st.Level)
 	}
@@ -72,11 +69,8 @@ func TestFailedSampleIsUnavailableNotZero(t *testing.T) {
 func TestFailuresLoggedOncePerChange(t *testing.T) {
 	var logs strings.Builder
 	cpu := &fakeSampler{v: -2}
-	c, err := New(Options{Table: defaultTable(t), CPU: cpu, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
+	c := startNew(t, Options{Table: defaultTable(t), CPU: cpu, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for range 2 { // and the first, at the start
 		c.Check(context.Background())
 	}
 	cpu.set(10)

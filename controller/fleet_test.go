@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // fleetSet applies a fleet override of revision rev, set now for ttl.
@@ -113,8 +115,8 @@ func TestFleetLayers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t, Options{MinimumLevelDuration: m})
-				r.run(t, tt.steps)
+				r := newRig(t, Options{Rules: levels.Rules{MinimumLevelDuration: m}})
+				r.steps(t, tt.steps)
 			})
 		})
 	}
@@ -154,8 +156,7 @@ func TestFleetStateDocument(t *testing.T) {
 			t.Errorf("fleet mode off: fleet = %+v, want absent", st.Fleet)
 		}
 		connected := true
-		r := newRig(t, Options{MinimumLevelDuration: time.Minute,
-			Fleet: &FleetInfo{Name: "shop", Instance: "web-1", Connected: func() bool { return connected }}})
+		r := newRig(t, Options{Fleet: &FleetInfo{Name: "shop", Instance: "web-1", Connected: func() bool { return connected }}, Rules: levels.Rules{MinimumLevelDuration: time.Minute}})
 		r.c.Check(context.Background())
 		if err := fleetSet(5, "Major", ModePin, 15*time.Minute)(r.c); err != nil {
 			t.Fatal(err)
@@ -186,11 +187,7 @@ func TestFleetOverrideSurvivesRestart(t *testing.T) {
 		if err := fleetSet(5, "Major", ModePin, 10*time.Minute)(r.c); err != nil {
 			t.Fatal(err)
 		}
-		again, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{v: 10}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		again.Check(context.Background())
+		again := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{v: 10}})
 		st := again.State()
 		if st.Level != "Major" || st.Source != "fleet" {
 			t.Fatalf("after restart: %s from %s, want Major from fleet (etcd not yet read)", st.Level, st.Source)
@@ -226,10 +223,7 @@ func TestRestoredFleetOverrideClamped(t *testing.T) {
 			TTL: 15 * time.Hour, Revision: 7}); err != nil {
 			t.Fatal(err)
 		}
-		again, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{v: 10}, MaxOverrideTTL: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		again := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{v: 10}, Rules: levels.Rules{MaxOverrideTTL: time.Hour}})
 		f := again.FleetOverride()
 		if f == nil {
 			t.Fatal("after restart: no fleet override, want the saved one")
@@ -276,7 +270,7 @@ func TestFleetErrorRate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t, Options{FleetErrors: tt.fleet, MinThroughput: 10})
+				r := newRig(t, Options{FleetErrors: tt.fleet, Rules: levels.Rules{MinThroughput: 10}})
 				r.errs.set(tt.local[0], tt.local[1])
 				r.c.Check(context.Background())
 				st := r.c.State()

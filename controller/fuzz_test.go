@@ -45,6 +45,7 @@ func FuzzStateFile(f *testing.F) {
 				t.Fatalf("override level not in the table: %+v", st.Override)
 			}
 		}
+		runController(t, c)
 		if _, err := c.SetOverride(OverrideRequest{Level: "Minor", Mode: ModePin, TTL: time.Minute, Reason: "fuzz"}); err != nil {
 			t.Fatalf("a loaded state must accept an override: %v", err)
 		}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // TestRecoveryJitter: each recovery step waits the dwell x (1 + r), the
@@ -12,7 +14,7 @@ import (
 // also waits dwell x r from its end.
 func TestRecoveryJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{MinimumLevelDuration: time.Minute, RecoveryJitter: 0.2, Rand: func() float64 { return 0.5 }}) // r = 0.1
+		r := newRig(t, Options{Rand: func() float64 { return 0.5 }, Rules: levels.Rules{MinimumLevelDuration: time.Minute, RecoveryJitter: 0.2}}) // r = 0.1
 		ctx := context.Background()
 		r.cpu.set(85)
 		r.c.Check(ctx)

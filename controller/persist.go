@@ -4,116 +4,45 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
-// recoveredFrom reports whether the store's last Load fell back to an
-// older copy of the state (FileStore's state.json.prev).
-func recoveredFrom(s Store) bool {
-	r, ok := s.(interface{ Recovered() error })
-	return ok && r.Recovered() != nil
-}
+// ErrNotSaved is wrapped by the error of a change that could not be
+// written to the state file.
+var ErrNotSaved = errors.New("state not saved")
 
-// restore adopts a saved state. Levels are mapped by name onto the current
-// table (a removed level maps by priority threshold, see levels.Table.Map),
-// times in the future are clamped to now, and an override never outlives
-// MaxOverrideTTL from now. A state that was not saved by a clean shutdown
-// (or came from the previous copy) may be older than what readers saw, so
-// it is republished at the reserved sequence ceiling + 1.
-func (c *Controller) restore(now time.Time, p *Persisted, recovered bool) {
-	t := c.opts.Table
-	c.since, c.auto.Since = clampPast(p.Since, now), clampPast(p.AutoSince, now)
-	c.auto.JitterR = min(max(p.JitterR, 0), c.opts.RecoveryJitter)
-	if limit := now.Add(c.opts.MinimumLevelDuration); p.NotBefore.After(limit) {
-		c.auto.NotBefore = limit // a clock that went back must not hold recovery longer than a dwell
-	} else {
-		c.auto.NotBefore = p.NotBefore
-	}
-	c.reason = p.Reason
-	c.seq = p.Sequence
-	c.history = append([]Transition(nil), p.History...)
-	if len(c.history) > HistoryLimit {
-		c.history = c.history[len(c.history)-HistoryLimit:]
-	}
-	c.auto.Level, _ = t.Map(p.Auto, p.priority(p.Auto))
-	var removed []string
-	pub, found := t.Map(p.Level, p.priority(p.Level))
-	if !found {
-		removed = append(removed, p.Level)
-	}
-	c.pub = pub
-	if p.Override != nil {
-		o := c.restoredOverride(*p.Override, now)
-		idx, _ := t.Map(o.Level, p.priority(o.Level))
-		o.Level = t.Level(idx).Name
-		c.ovr, c.ovrIndex, c.ovrEnds = &o, idx, o.ExpiresAt
-	}
-	c.restoreFleet(now, p)
-	if !p.CleanShutdown || recovered {
-		n := p.Sequence
-		c.seq = max(p.SequenceCeiling, p.Sequence)
-		c.record(now, t.Level(c.pub).Name, SourceRestart, fmt.Sprintf("restored after unclean shutdown; changes after sequence %d may be lost", n))
-	}
-	if len(removed) > 0 || c.published() != c.pub {
-		from := p.Level
-		c.pub, c.since = c.published(), now
-		c.record(now, from, SourceConfig, "config: level "+p.Level+" no longer configured")
-	}
-	if p.Shadow != c.opts.Shadow {
-		c.record(now, t.Level(c.pub).Name, SourceConfig, "config: "+modeChange(p.Shadow, c.opts.Shadow))
-	}
-}
-
-// restoredOverride is a saved override as a start adopts it: set no later
-// than now (the clock may have gone back) and ending no later than
-// MaxOverrideTTL from now. c.mu must be held.
-func (c *Controller) restoredOverride(o Override, now time.Time) Override {
-	o.SetAt = clampPast(o.SetAt, now)
-	if limit := now.Add(c.opts.MaxOverrideTTL); o.ExpiresAt.After(limit) {
-		o.ExpiresAt = limit.UTC()
-	}
-	return o
-}
-
-// clampPast returns t, or now if t lies in the future (the clock went back).
-func clampPast(t, now time.Time) time.Time {
-	if t.After(now) {
-		return now
-	}
-	return t
-}
-
-// ErrNotSaved is wrapped by the error of a change that is in force but
-// could not be written to the state file, so a restart would lose it.
-var ErrNotSaved = errors.New("change in force but not saved")
-
-// SequenceBlock is how many sequence numbers each save reserves: the state
-// file records sequence + SequenceBlock as a ceiling, and a start after an
-// unclean shutdown resumes above it, so a sequence a reader has seen never
-// names a different state after a restart.
+// SequenceBlock is how many sequence numbers a save reserves: the state
+// file records sequence + SequenceBlock as a ceiling, a start after an
+// unclean shutdown resumes above it, and the controller never publishes
+// past the ceiling it saved, so a sequence a reader has seen never names a
+// different state after a restart. The next block is reserved when half
+// of the current one is used.
 const SequenceBlock = 1000
 
 // maxSequence is the largest sequence a state file may hold: JSON readers
 // that use float64 (JavaScript) lose integers above it.
 const maxSequence = 1<<53 - 1
 
-// save writes the latest state to the store. Saves are serialised and each
-// writes the state as it is when the save starts, so the file never goes
-// back in time. clean marks the final save of a clean shutdown.
-//
-// A failed save is logged and retried on every health check until one
-// succeeds; the state in memory stays in force meanwhile.
+// reserveDue reports whether half of the reserved block is used, so a
+// save should reserve the next one.
+func (c *Controller) reserveDue() bool {
+	r := &c.run
+	return c.store != nil && r.seq+uint64(r.heldSteps)+SequenceBlock/2 >= r.ceiling
+}
+
+// save writes the published state to the store. clean marks the final
+// save of a clean shutdown. A failed save is logged and retried on every
+// health check until one succeeds; the state in memory stays in force
+// meanwhile, and held changes are published once one succeeds.
 func (c *Controller) save(clean bool) error {
 	if c.store == nil {
 		return nil
 	}
-	c.saveMu.Lock()
-	defer c.saveMu.Unlock()
-	c.mu.Lock()
-	p := c.persisted(clean)
-	c.mu.Unlock()
-	err := c.store.Save(p)
-	c.unsaved.Store(err != nil)
-	if err != nil {
+	r := &c.run
+	p := c.persisted(r.m, r.seq+uint64(r.heldSteps), c.savedHistory(nil), clean)
+	if err := c.store.Save(p); err != nil {
+		c.saved(err)
 		if clean {
 			c.log.Error("cannot save state at shutdown", "err", err)
 		} else {
@@ -121,34 +50,109 @@ func (c *Controller) save(clean bool) error {
 		}
 		return fmt.Errorf("%w: %w", ErrNotSaved, err)
 	}
+	c.saved(nil)
+	r.dirty = false
+	r.ceiling = p.SequenceCeiling
+	if r.heldSteps > 0 {
+		c.publish(time.Now(), levels.Output{})
+	}
 	return nil
 }
 
-func (c *Controller) persisted(clean bool) *Persisted {
-	t := c.opts.Table
-	p := &Persisted{
+// saveAhead saves the state a request would put in force, before it is:
+// the machine next after out, its entries numbered as publish will number
+// them. On success the reserved ceiling covers them.
+func (c *Controller) saveAhead(next levels.Machine, now time.Time, out levels.Output) error {
+	if c.store == nil {
+		return nil
+	}
+	r := &c.run
+	ts, seq := numbered(r.seq+uint64(r.heldSteps), now, out)
+	p := c.persisted(next, seq, c.savedHistory(ts), false)
+	if err := c.store.Save(p); err != nil {
+		c.saved(err)
+		c.log.Error("cannot save state; the change was not applied", "err", err)
+		return fmt.Errorf("%w: %w", ErrNotSaved, err)
+	}
+	c.saved(nil)
+	r.dirty = false
+	r.ceiling = p.SequenceCeiling
+	return nil
+}
+
+// saved notes a save's outcome for the retry and the metric.
+func (c *Controller) saved(err error) {
+	c.run.unsaved = err != nil
+	if c.observer != nil {
+		c.observer.SaveFailed(err != nil)
+	}
+}
+
+// savedHistory is the history a save writes: the published entries, the
+// held ones numbered as they will be, and more.
+func (c *Controller) savedHistory(more []Transition) []Transition {
+	r := &c.run
+	c.mu.Lock()
+	h := append([]Transition(nil), c.history...)
+	c.mu.Unlock()
+	seq := r.seq
+	for _, t := range r.held {
+		seq++
+		t.Sequence = seq
+		h = append(h, t)
+	}
+	h = append(h, more...)
+	if len(h) > HistoryLimit {
+		h = h[len(h)-HistoryLimit:]
+	}
+	return h
+}
+
+// persisted is the durable form of machine m published at seq.
+func (c *Controller) persisted(m levels.Machine, seq uint64, history []Transition, clean bool) *Persisted {
+	s := m.Saved()
+	t := m.Config().Table
+	idx, _ := t.Index(s.Level)
+	auto, _ := t.Index(s.Auto)
+	return &Persisted{
 		Version: persistedVersion,
-		Level:   t.Level(c.pub).Name, Index: c.pub, Since: c.since, Reason: c.reason,
-		Auto: t.Level(c.auto.Level).Name, AutoIndex: c.auto.Level, AutoSince: c.auto.Since,
-		Sequence:        c.seq,
-		SequenceCeiling: c.seq + SequenceBlock,
+		Level:   s.Level, Index: idx, Since: s.Since, Reason: s.Reason,
+		Auto: s.Auto, AutoIndex: auto, AutoSince: s.AutoSince,
+		Sequence:        seq,
+		SequenceCeiling: seq + SequenceBlock,
 		CleanShutdown:   clean,
-		Shadow:          c.opts.Shadow,
-		JitterR:         c.auto.JitterR,
-		NotBefore:       c.auto.NotBefore,
-		Levels:          make(map[string]int, t.Len()),
-		History:         append([]Transition(nil), c.history...),
+		Shadow:          s.Shadow,
+		Admission:       s.Admission,
+		JitterR:         s.JitterR,
+		NotBefore:       s.NotBefore,
+		Levels:          s.Priorities,
+		History:         history,
+		Override:        s.Override,
+		FleetOverride:   s.Fleet,
 	}
-	for _, l := range t.Levels() {
-		p.Levels[l.Name] = l.PriorityThreshold
+}
+
+// restore adopts a saved state (levels.Machine.Restore) and returns the
+// entries it makes. A state that was not saved by a clean shutdown, or
+// came from the previous copy, may be older than what readers saw, so it
+// is republished above the reserved sequence ceiling with a restart entry.
+func (c *Controller) restore(now time.Time, p *Persisted, fromPrev bool) []levels.Entry {
+	r := &c.run
+	r.seq = p.Sequence
+	c.history = append([]Transition(nil), p.History...)
+	if len(c.history) > HistoryLimit {
+		c.history = c.history[len(c.history)-HistoryLimit:]
 	}
-	if c.ovr != nil {
-		o := *c.ovr
-		p.Override = &o
+	restart := ""
+	if !p.CleanShutdown || fromPrev {
+		restart = fmt.Sprintf("restored after unclean shutdown; changes after sequence %d may be lost", p.Sequence)
+		r.seq = max(p.SequenceCeiling, p.Sequence)
 	}
-	if c.fleet.ovr != nil {
-		o := *c.fleet.ovr
-		p.FleetOverride = &o
+	entries, dropped := r.m.Restore(now, levels.Saved{Level: p.Level, Since: p.Since, Reason: p.Reason, Auto: p.Auto, AutoSince: p.AutoSince,
+		JitterR: p.JitterR, NotBefore: p.NotBefore, Override: p.Override, Fleet: p.FleetOverride, Shadow: p.Shadow,
+		Admission: p.Admission, Priorities: p.Levels}, restart)
+	if dropped != nil {
+		c.log.Error("fleet override not restored", "err", dropped)
 	}
-	return p
+	return entries
 }

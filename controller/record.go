@@ -6,55 +6,61 @@ import (
 	"github.com/degraded/degraded/levels"
 )
 
-// Recorder receives the timeline: one line per health check (trigger
-// start for the first of a run, then tick), per event-driven evaluation
-// (event) and per reload (reload). Record is called outside the
-// controller's lock, from the evaluating goroutine, and must not block:
-// a recorder that cannot keep up drops lines rather than slow the health
-// loop.
+// Recorder receives the timeline: one line per input of the level machine
+// (DESIGN.md "Timeline and replay"): each health check (trigger start for
+// the first of a run, then tick), event-driven evaluation (event), override
+// change (override), fleet update (fleet) and reload (reload). Record is
+// called from the controller's goroutine, outside any lock, and must not
+// block: a recorder that cannot keep up drops lines rather than slow the
+// controller.
 type Recorder interface {
 	Record(l levels.Line)
 }
 
-// LatencyCounter is an error window that exposes its latency counts, one
-// per latency bucket (errwindow.LatencyBounds). When Options.Errors
-// implements it, timeline lines carry the counts, so that a replay can
-// compute another quantile.
-type LatencyCounter interface {
-	LatencyCounts(now time.Time) [14]int64
-}
-
-// latencyCounts reads the window's latency counts for a timeline line:
-// nil without a recorder or without latencies.
-func (c *Controller) latencyCounts(o Options, now time.Time) []int64 {
-	lc, ok := o.Errors.(LatencyCounter)
-	if c.recorder == nil || !ok {
-		return nil
+// record hands the recorder a line.
+func (c *Controller) record(l levels.Line) {
+	if c.recorder != nil {
+		c.recorder.Record(l)
 	}
-	counts := lc.LatencyCounts(now)
-	return counts[:]
 }
 
-// recordLine hands the recorder the line of an evaluation at `at` that
-// published st. Call it outside c.mu.
-func (c *Controller) recordLine(at time.Time, trigger string, st *State, counts []int64) {
+// evalLine is the line of an evaluation: its sample, window and reports.
+// The caller completes it with outcomeLine once the machine took it.
+func (c *Controller) evalLine(in levels.Input, w levels.Window) levels.Line {
 	if c.recorder == nil {
-		return
+		return levels.Line{}
 	}
-	l := levels.NewLine(at, trigger, st.Signals)
-	l.Window.LatencyCounts = counts
-	l.Published, l.Recommended, l.Source, l.JitterR = st.Level, st.Recommended, st.Source, st.JitterR
-	l.Override = lineOverride(st.Override)
-	if st.Fleet != nil && st.Fleet.Override != nil {
-		l.FleetOverride = lineOverride(&st.Fleet.Override.Override)
-	}
-	c.recorder.Record(l)
+	l := levels.NewLine(in.At, in.Trigger, in.Sample)
+	l.Window.LatencyCounts, l.Window.Fleet = w.Latency, w.Fleet
+	l.Reports = levels.LineReports(in.Reports)
+	return c.outcomeLine(l)
 }
 
-// lineOverride is o as a timeline line holds it; nil for nil.
-func lineOverride(o *Override) *levels.LineOverride {
-	if o == nil {
-		return nil
+// inputLine is the line of an input that is not an evaluation: the last
+// sample's signals, by actor.
+func (c *Controller) inputLine(at time.Time, trigger, actor string) levels.Line {
+	if c.recorder == nil {
+		return levels.Line{}
 	}
-	return &levels.LineOverride{Level: o.Level, Mode: string(o.Mode), Reason: o.Reason, SetAt: o.SetAt, ExpiresAt: o.ExpiresAt}
+	l := levels.NewLine(at, trigger, c.run.m.Published().Signals)
+	l.Actor = actor
+	return l
+}
+
+// outcomeLine completes a line with what the machine publishes after it
+// and the digest of the config in force.
+func (c *Controller) outcomeLine(l levels.Line) levels.Line {
+	if c.recorder == nil {
+		return l
+	}
+	m := &c.run.m
+	p := m.Published()
+	t := m.Config().Table
+	l.Published, l.Recommended, l.Source, l.JitterR = t.Level(p.Index).Name, t.Level(p.Recommended).Name, p.Source, p.JitterR
+	l.Override, l.Partial = levels.LineOf(p.Override), p.Partial
+	if p.Fleet != nil {
+		l.FleetOverride = levels.LineOf(&p.Fleet.Override)
+	}
+	l.ConfigDigest = m.Config().Digest()
+	return l
 }

@@ -24,6 +24,28 @@ func (l *lines) all() []levels.Line {
 	return append([]levels.Line(nil), l.got...)
 }
 
+// events returns the event lines.
+func (l *lines) events() []levels.Line {
+	var out []levels.Line
+	for _, line := range l.all() {
+		if line.Trigger == levels.TriggerEvent {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// count is the number of lines with the trigger.
+func (l *lines) count(trigger string) int {
+	n := 0
+	for _, line := range l.all() {
+		if line.Trigger == trigger {
+			n++
+		}
+	}
+	return n
+}
+
 // countingErrors is fakeErrors with latency counts.
 type countingErrors struct{ fakeErrors }
 
@@ -37,7 +59,7 @@ func TestRecorderGetsOneLinePerEvaluation(t *testing.T) {
 		rec := &lines{}
 		errs := &countingErrors{}
 		cpu := &fakeSampler{}
-		o := Options{Table: defaultTable(t), HealthCheckInterval: 10 * time.Second, Hysteresis: 0.1, CPU: cpu, Errors: errs, Recorder: rec}
+		o := Options{Table: defaultTable(t), HealthCheckInterval: 10 * time.Second, CPU: cpu, Errors: errs, Recorder: rec, Rules: levels.Rules{Hysteresis: 0.1}}
 		c, err := New(o)
 		if err != nil {
 			t.Fatal(err)
@@ -51,10 +73,11 @@ func TestRecorderGetsOneLinePerEvaluation(t *testing.T) {
 		synctest.Wait()
 		errs.set(100, 15)
 		c.Reported(levels.Report{}) // an event: Major at once
+		synctest.Wait()
 		if _, err := c.SetOverride(OverrideRequest{Level: "Severe", Mode: ModePin, TTL: time.Hour, Reason: "INC-1"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Reconfigure(o); err != nil {
+		if err := c.Reconfigure(o, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		stop()
@@ -65,6 +88,7 @@ func TestRecorderGetsOneLinePerEvaluation(t *testing.T) {
 			{levels.TriggerStart, "Normal", SourceAuto},
 			{levels.TriggerTick, "Normal", SourceAuto},
 			{levels.TriggerEvent, "Major", SourceAuto},
+			{levels.TriggerOverride, "Severe", SourceOverride},
 			{levels.TriggerReload, "Severe", SourceOverride},
 		}
 		if len(got) != len(want) {
@@ -85,8 +109,15 @@ func TestRecorderGetsOneLinePerEvaluation(t *testing.T) {
 		if ev.Recommended != "Major" || ev.V != 1 || ev.Override != nil {
 			t.Errorf("event line = %+v, want v 1, recommended Major, no override", ev)
 		}
-		if o := got[3].Override; o == nil || o.Level != "Severe" || o.Mode != "pin" || o.Reason != "INC-1" {
+		if o := got[4].Override; o == nil || o.Level != "Severe" || o.Mode != "pin" || o.Reason != "INC-1" {
 			t.Errorf("reload line override = %+v, want pin Severe INC-1", o)
+		}
+		if r := got[3].Request; r == nil || r.Action != "set" || r.Level != "Severe" || r.TTL != "1h0m0s" || got[3].Actor != "" {
+			t.Errorf("override line request = %+v by %q, want set Severe for 1h0m0s", r, got[3].Actor)
+		}
+		if got[0].Config == nil || got[4].Config == nil || got[0].ConfigDigest == "" || got[0].ConfigDigest != got[4].ConfigDigest {
+			t.Errorf("start and reload lines: config %v and %v, digests %q and %q; want the table on both and one digest",
+				got[0].Config != nil, got[4].Config != nil, got[0].ConfigDigest, got[4].ConfigDigest)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // TestShadowModeSwitch: shadow mode publishes the level as usual with
@@ -14,7 +16,7 @@ import (
 // sequence step, whichever way it goes.
 func TestShadowModeSwitch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{Shadow: true})
+		r := newRig(t, Options{Rules: levels.Rules{Shadow: true}})
 		r.cpu.set(85)
 		r.c.Check(context.Background())
 		st := r.c.State()
@@ -42,9 +44,9 @@ func TestShadowModeSwitch(t *testing.T) {
 		} {
 			before := r.c.State()
 			entries := len(r.c.History(HistoryLimit))
-			o := r.c.opts
-			o.Shadow = sw.shadow
-			if err := r.c.Reconfigure(o); err != nil {
+			o := r.c.run.opts
+			o.Rules.Shadow = sw.shadow
+			if err := r.c.Reconfigure(o, "alice"); err != nil {
 				t.Fatal(err)
 			}
 			st := r.c.State()
@@ -52,7 +54,7 @@ func TestShadowModeSwitch(t *testing.T) {
 			if st.Shadow != sw.shadow || st.Sequence != before.Sequence+1 || st.Level != "Major" {
 				t.Errorf("after the switch: shadow %v seq %d level %s, want shadow %v seq %d Major", st.Shadow, st.Sequence, st.Level, sw.shadow, before.Sequence+1)
 			}
-			want := Transition{Sequence: st.Sequence, From: "Major", To: "Major", Source: SourceConfig, Reason: sw.reason, Actor: ActorDaemon, At: h[0].At}
+			want := Transition{Sequence: st.Sequence, From: "Major", To: "Major", Source: SourceConfig, Reason: sw.reason, Actor: "alice", At: h[0].At}
 			if len(h) != entries+1 || h[0] != want {
 				t.Errorf("history after the switch: %d entries, newest %+v; want %d, newest %+v", len(h), h[0], entries+1, want)
 			}
@@ -60,7 +62,7 @@ func TestShadowModeSwitch(t *testing.T) {
 
 		// A reload that keeps the mode changes nothing.
 		before := r.c.State().Sequence
-		if err := r.c.Reconfigure(r.c.opts); err != nil {
+		if err := r.c.Reconfigure(r.c.run.opts, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.c.State().Sequence; got != before {
@@ -77,15 +79,10 @@ func TestShadowModeSurvivesRestart(t *testing.T) {
 		store := &FileStore{Dir: filepath.Join(t.TempDir(), "data")}
 		r := newRig(t, Options{Store: store})
 		before := r.c.State()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.c.Run(ctx) }()
-		synctest.Wait()
-		cancel()
-		<-done
+		r.stop()
 
 		time.Sleep(time.Second)
-		again, err := New(Options{Table: defaultTable(t), Store: store, Shadow: true})
+		again, err := New(Options{Table: defaultTable(t), Store: store, Rules: levels.Rules{Shadow: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,30 +6,49 @@ import (
 	"github.com/degraded/degraded/levels"
 )
 
-// Source values of [State.Source] and [Transition.Source].
-const (
-	// SourceAuto: the signals decided.
-	SourceAuto = "auto"
-	// SourceOverride: a local operator override decided.
-	SourceOverride = "override"
-	// SourceConfig: a reload, or a start with a changed table, changed the
-	// state (history entries only).
-	SourceConfig = "config"
-	// SourceRestart: the state was republished after an unclean shutdown
-	// (history entries only).
-	SourceRestart = "restart"
+// The level machine's names, as the controller's API shows them.
+type (
+	// Override is an operator's pin or floor (levels.Override).
+	Override = levels.Override
+	// Mode says how an override combines with the level below it.
+	Mode = levels.Mode
+	// OverrideRequest is what an operator asks for.
+	OverrideRequest = levels.OverrideRequest
+	// FleetOverride is the fleet layer's override.
+	FleetOverride = levels.FleetOverride
+	// FleetUpdate is one change of the fleet override as etcd holds it.
+	FleetUpdate = levels.FleetUpdate
 )
-
-// Mode says how an override combines with the automatic level.
-type Mode string
 
 // The override modes.
 const (
-	// ModePin publishes exactly the override's level.
-	ModePin Mode = "pin"
-	// ModeFloor publishes max(automatic level, override level).
-	ModeFloor Mode = "floor"
+	ModePin   = levels.ModePin
+	ModeFloor = levels.ModeFloor
 )
+
+// Sources of [State.Source] and [Transition.Source].
+const (
+	SourceAuto     = levels.SourceAuto
+	SourceOverride = levels.SourceOverride
+	SourceFleet    = levels.SourceFleet
+	SourceConfig   = levels.SourceConfig
+	SourceRestart  = levels.SourceRestart
+)
+
+// Actors of history entries that no request made (levels.ActorDaemon and
+// the rest).
+const (
+	ActorDaemon    = levels.ActorDaemon
+	ActorSignal    = levels.ActorSignal
+	ActorAnonymous = levels.ActorAnonymous
+)
+
+// MaxReasonLength is the longest override reason accepted, in characters.
+const MaxReasonLength = levels.MaxReasonLength
+
+// ErrInvalidOverride is wrapped by every error about an override that
+// cannot be applied; the message names what was wrong.
+var ErrInvalidOverride = levels.ErrInvalidOverride
 
 // State is the published state document: the body of GET /v1/level and of
 // every SSE event. A State is immutable once published; readers share it.
@@ -54,7 +73,7 @@ type State struct {
 	Shadow bool `json:"shadow"`
 	// Fleet is fleet mode's object (fleet.go); absent when it is off.
 	Fleet *FleetState `json:"fleet,omitempty"`
-	// Signals is what the last health check measured: each signal's value
+	// Signals is what the last evaluation measured: each signal's value
 	// (null without one) and state, as levels.Sample writes them.
 	Signals levels.Sample `json:"signals"`
 	// Blind is true when no signal had a value at the last health check
@@ -64,42 +83,22 @@ type State struct {
 	// JitterR is the automatic level's recovery jitter draw, for the
 	// timeline (not published).
 	JitterR float64 `json:"-"`
-}
 
-// Override is an operator's pin or floor. It ends at ExpiresAt, applied on
-// the first health check at or after that moment, or when cleared.
-type Override struct {
-	Level     string    `json:"level"`
-	Mode      Mode      `json:"mode"`
-	Reason    string    `json:"reason"`
-	SetAt     time.Time `json:"set_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// Actor names who set it: an operator's name, "admin" for auth.token,
-	// "anonymous" where no token is configured.
-	Actor string `json:"actor"`
+	ready    bool           // a health check has run
+	fleetOvr *FleetOverride // the fleet override in force, also when fleet mode is off
 }
-
-// Actors of history entries that no request made.
-const (
-	// ActorDaemon: the daemon's own transitions (signals, expiry, config
-	// at start, restart).
-	ActorDaemon = "degraded"
-	// ActorSignal: a reload by SIGHUP.
-	ActorSignal = "signal"
-	// ActorAnonymous: a request where no token is configured.
-	ActorAnonymous = "anonymous"
-)
 
 // Transition is one entry of the history, the audit log: a change of the
-// published level, or an override being set, cleared or expiring.
+// published level, or an override being set, cleared or expiring, or a
+// config change.
 type Transition struct {
 	Sequence uint64 `json:"sequence"`
 	From     string `json:"from"`
 	To       string `json:"to"`
 	Source   string `json:"source"`
 	Reason   string `json:"reason"`
-	// Actor names who made the change: see Override.Actor, ActorDaemon
-	// and ActorSignal.
+	// Actor names who made the change: an operator's name, "admin",
+	// "anonymous", ActorDaemon or ActorSignal.
 	Actor string    `json:"actor"`
 	At    time.Time `json:"at"`
 }

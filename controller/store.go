@@ -4,17 +4,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // Store keeps the controller's durable state across restarts.
 type Store interface {
-	// Load returns the saved state, or (nil, nil) when none was saved yet.
-	Load() (*Persisted, error)
+	// Load returns the saved state, or nil when none was saved yet, and
+	// whether it came from an older copy than the last save (FileStore's
+	// state.json.prev): a state that may be older than what readers saw.
+	Load() (p *Persisted, fromPrev bool, err error)
 	// Save replaces the saved state; when it returns nil the state is durable.
 	Save(*Persisted) error
 }
@@ -56,15 +59,9 @@ type Persisted struct {
 	// Shadow is the mode the state was published in, so a start in the
 	// other mode is a history entry (absent in older files: enforce).
 	Shadow bool `json:"shadow,omitempty"`
-}
-
-// priority returns the saved priority threshold of the named level, or
-// math.MaxInt when the file does not know it.
-func (p *Persisted) priority(name string) int {
-	if v, ok := p.Levels[name]; ok {
-		return v
-	}
-	return math.MaxInt
+	// Admission is the admission mode the state was published in, so a
+	// start in the other one is a history entry (absent in older files).
+	Admission levels.AdmissionMode `json:"admission,omitempty"`
 }
 
 // FileStore saves state as JSON in Dir/state.json with an atomic replace:
@@ -79,8 +76,6 @@ func (p *Persisted) priority(name string) int {
 type FileStore struct {
 	// Dir is created on the first Save if it does not exist.
 	Dir string
-
-	recovered error
 }
 
 var _ Store = (*FileStore)(nil)
@@ -94,36 +89,31 @@ func (s *FileStore) Path() string { return filepath.Join(s.Dir, "state.json") }
 
 func (s *FileStore) prevPath() string { return s.Path() + ".prev" }
 
-// Load reads the state file. With no state saved yet it returns (nil, nil).
-// If state.json is damaged but state.json.prev is good, it returns the
-// previous state and [FileStore.Recovered] reports why. If neither is
-// usable, the error wraps ErrCorruptState and names the file.
-func (s *FileStore) Load() (*Persisted, error) {
-	p, err := readState(s.Path())
+// Load reads the state file. With no state saved yet it returns nil. If
+// state.json is damaged (or missing) but state.json.prev is good, it
+// returns the previous state with fromPrev set. If neither is usable, the
+// error wraps ErrCorruptState and names the file.
+func (s *FileStore) Load() (p *Persisted, fromPrev bool, err error) {
+	p, err = readState(s.Path())
 	switch {
 	case err == nil:
-		return p, nil
+		return p, false, nil
 	case errors.Is(err, os.ErrNotExist):
 		if !exists(s.prevPath()) {
-			return nil, nil
+			return nil, false, nil
 		}
 	case !errors.Is(err, errDamaged):
-		return nil, err // unreadable, not damaged: the operator must fix access
+		return nil, false, err // unreadable, not damaged: the operator must fix access
 	}
 	prev, perr := readState(s.prevPath())
 	if perr != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			err = perr
 		}
-		return nil, fmt.Errorf("%w: %w", ErrCorruptState, err)
+		return nil, false, fmt.Errorf("%w: %w", ErrCorruptState, err)
 	}
-	s.recovered = err
-	return prev, nil
+	return prev, true, nil
 }
-
-// Recovered returns why the last Load fell back to state.json.prev, or nil
-// if it did not.
-func (s *FileStore) Recovered() error { return s.recovered }
 
 // Reset moves an unusable state file aside (to state.json.corrupt) so the
 // next start begins from Normal. It is for --reset-state.

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -23,7 +22,7 @@ func saved(t *testing.T, s *FileStore, seq uint64) {
 
 func TestFileStoreKeepsPrevious(t *testing.T) {
 	s := &FileStore{Dir: filepath.Join(t.TempDir(), "data")}
-	if p, err := s.Load(); p != nil || err != nil {
+	if p, _, err := s.Load(); p != nil || err != nil {
 		t.Fatalf("empty dir: %v %v, want nothing and no error", p, err)
 	}
 	saved(t, s, 1)
@@ -60,7 +59,7 @@ func TestFileStoreRecoversFromDamage(t *testing.T) {
 			saved(t, s, 1)
 			saved(t, s, 2)
 			tt.damage(s)
-			p, err := s.Load()
+			p, fromPrev, err := s.Load()
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrCorruptState) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want ErrCorruptState naming %q", err, tt.wantErr)
@@ -68,19 +67,23 @@ func TestFileStoreRecoversFromDamage(t *testing.T) {
 				if err := s.Reset(); err != nil {
 					t.Fatal(err)
 				}
-				if p, err := s.Load(); p != nil || err != nil {
+				if p, _, err := s.Load(); p != nil || err != nil {
 					t.Fatalf("after Reset: %v %v, want a fresh start", p, err)
 				}
 				return
 			}
-			if err != nil || p.Sequence != tt.wantSeq || s.Recovered() == nil {
-				t.Fatalf("Load = %+v, %v (recovered %v), want sequence %d from state.json.prev", p, err, s.Recovered(), tt.wantSeq)
+			if err != nil || p.Sequence != tt.wantSeq || !fromPrev {
+				t.Fatalf("Load = %+v, %v (from .prev %v), want sequence %d from state.json.prev", p, err, fromPrev, tt.wantSeq)
 			}
 		})
 	}
 }
 
-func TestSaveFailureKeepsServingAndRetries(t *testing.T) {
+// TestOverrideNotSavedIsNotApplied: an override whose save fails is
+// refused (ErrNotSaved: the API's 503) and changes nothing, so a restart
+// can never lose an override an operator was told is in force; once the
+// disk is fixed the same request succeeds and is on disk.
+func TestOverrideNotSavedIsNotApplied(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "data")
 	store := &FileStore{Dir: blocker}
@@ -88,18 +91,21 @@ func TestSaveFailureKeepsServingAndRetries(t *testing.T) {
 	os.RemoveAll(blocker)
 	os.WriteFile(blocker, []byte("a file where the data dir should be"), 0o600)
 
-	st, err := r.c.SetOverride(OverrideRequest{Level: "Major", Mode: ModePin, TTL: time.Hour, Reason: "INC-5"})
-	if !errors.Is(err, ErrNotSaved) {
+	req := OverrideRequest{Level: "Major", Mode: ModePin, TTL: time.Hour, Reason: "INC-5"}
+	before := r.c.State()
+	if _, err := r.c.SetOverride(req); !errors.Is(err, ErrNotSaved) {
 		t.Fatalf("err = %v, want ErrNotSaved", err)
 	}
-	if st.Level != "Major" || r.c.State().Override == nil {
-		t.Fatal("the override must stay in force when it cannot be saved")
+	if st := r.c.State(); st.Override != nil || st.Level != "Normal" || st.Sequence != before.Sequence {
+		t.Fatalf("after a failed save: level %s, override %+v, sequence %d; want nothing applied at sequence %d", st.Level, st.Override, st.Sequence, before.Sequence)
 	}
 	os.Remove(blocker) // the operator fixes the disk
-	r.c.Check(context.Background())
-	p, err := store.Load()
+	if _, err := r.c.SetOverride(req); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := store.Load()
 	if err != nil || p == nil || p.Override == nil || p.Override.Reason != "INC-5" {
-		t.Fatalf("after the next health check the state file holds %+v, %v; want the override", p, err)
+		t.Fatalf("the state file holds %+v, %v; want the override", p, err)
 	}
 }
 
@@ -109,7 +115,7 @@ type fakeStore struct {
 	saves []uint64
 }
 
-func (f *fakeStore) Load() (*Persisted, error) { return nil, nil }
+func (f *fakeStore) Load() (*Persisted, bool, error) { return nil, false, nil }
 
 func (f *fakeStore) Save(p *Persisted) error {
 	f.mu.Lock()

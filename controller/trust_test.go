@@ -26,7 +26,7 @@ func TestUnknownIsNotHealthy(t *testing.T) {
 	}{
 		{
 			name: "a warming cpu sampler holds Major; its first value decides",
-			opts: Options{MinimumLevelDuration: m, BlindHold: 5 * m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m, BlindHold: 5 * m}},
 			steps: []step{
 				{at: 0, cpu: 85, want: "Major"},
 				{at: 2 * m, cpu: -1, want: "Major"}, // warming: no value, holds
@@ -36,7 +36,7 @@ func TestUnknownIsNotHealthy(t *testing.T) {
 		},
 		{
 			name: "a failed sampler holds recovery while nothing else can see",
-			opts: Options{MinimumLevelDuration: m, BlindHold: 5 * m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m, BlindHold: 5 * m}},
 			steps: []step{
 				{at: 0, cpu: 85, want: "Major"},
 				{at: 2 * m, cpu: -2, want: "Major"},
@@ -46,7 +46,7 @@ func TestUnknownIsNotHealthy(t *testing.T) {
 		},
 		{
 			name: "blind_hold 0: a blind signal never holds",
-			opts: Options{MinimumLevelDuration: m},
+			opts: Options{Rules: levels.Rules{MinimumLevelDuration: m}},
 			steps: []step{
 				{at: 0, cpu: 85, want: "Major"},
 				{at: 2 * m, cpu: -2, want: "Moderate", reason: "recovered: all available signals below Major thresholds less 10% hysteresis; cpu failed for 2m"},
@@ -57,7 +57,7 @@ func TestUnknownIsNotHealthy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, tt.opts)
-				r.run(t, tt.steps)
+				r.steps(t, tt.steps)
 			})
 		})
 	}
@@ -68,11 +68,11 @@ func TestUnknownIsNotHealthy(t *testing.T) {
 // above) is available, and the reason names it.
 func TestBlindHoldEndsWhenAnotherSignalSees(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{MinimumLevelDuration: time.Minute, BlindHold: 5 * time.Minute})
+		r := newRig(t, Options{Rules: levels.Rules{MinimumLevelDuration: time.Minute, BlindHold: 5 * time.Minute}})
 		mem := &fakeSampler{v: 10}
-		o := r.c.opts
+		o := r.c.run.opts
 		o.Memory = mem
-		if err := r.c.Reconfigure(o); err != nil {
+		if err := r.c.Reconfigure(o, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		r.cpu.set(85)
@@ -101,7 +101,7 @@ func TestBlindHoldEndsWhenAnotherSignalSees(t *testing.T) {
 // TestNothingSeenIsBlind: with every signal failed the state says blind.
 func TestNothingSeenIsBlind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{BlindHold: time.Minute})
+		r := newRig(t, Options{Rules: levels.Rules{BlindHold: time.Minute}})
 		r.cpu.set(-2)
 		r.c.Check(context.Background())
 		st := r.c.State()
@@ -116,10 +116,10 @@ func TestNothingSeenIsBlind(t *testing.T) {
 // it holds recovery until it has covered a whole window.
 func TestWarmingErrorWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{ErrorWindow: time.Minute, MinThroughput: 10, BlindHold: 5 * time.Minute})
-		o := r.c.opts // the error rate alone
+		r := newRig(t, Options{ErrorWindow: time.Minute, Rules: levels.Rules{MinThroughput: 10, BlindHold: 5 * time.Minute}})
+		o := r.c.run.opts // the error rate alone
 		o.CPU = nil
-		if err := r.c.Reconfigure(o); err != nil {
+		if err := r.c.Reconfigure(o, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
@@ -157,18 +157,13 @@ func TestWarmingErrorWindow(t *testing.T) {
 func TestRestartMidIncident(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &FileStore{Dir: t.TempDir()}
-		r := newRig(t, Options{Store: store, MinimumLevelDuration: time.Second, ErrorWindow: time.Minute, BlindHold: 5 * time.Minute})
+		r := newRig(t, Options{Store: store, ErrorWindow: time.Minute, Rules: levels.Rules{MinimumLevelDuration: time.Second, BlindHold: 5 * time.Minute}})
 		r.cpu.set(85)
 		r.c.Check(context.Background())
 		time.Sleep(time.Minute)
 
 		cpu, errs := &fakeSampler{v: -1}, &fakeErrors{}
-		again, err := New(Options{Table: defaultTable(t), Store: store, CPU: cpu, Errors: errs, ErrorWindow: time.Minute,
-			MinimumLevelDuration: time.Second, Hysteresis: 0.1, BlindHold: 5 * time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		again.Check(context.Background())
+		again := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: cpu, Errors: errs, ErrorWindow: time.Minute, Rules: levels.Rules{MinimumLevelDuration: time.Second, Hysteresis: 0.1, BlindHold: 5 * time.Minute}})
 		if st := again.State(); st.Level != "Major" {
 			t.Fatalf("first check after restart (cpu warming): %s, want Major", st.Level)
 		}
@@ -191,11 +186,11 @@ func TestRestartMidIncident(t *testing.T) {
 // restart: nothing warms up again, and a reload is not a tick.
 func TestReloadIsNotATick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{EscalateAfter: 5, MinimumLevelDuration: time.Minute})
+		r := newRig(t, Options{Rules: levels.Rules{EscalateAfter: 5, MinimumLevelDuration: time.Minute}})
 		r.cpu.set(85)
 		r.c.Check(context.Background()) // streak 1
 		for range 5 {
-			if err := r.c.Reconfigure(r.c.opts); err != nil {
+			if err := r.c.Reconfigure(r.c.run.opts, "alice"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -225,9 +220,9 @@ func TestReloadChangingThresholdIsASequence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := r.c.opts
+		o := r.c.run.opts
 		o.Table = tab
-		if err := r.c.Reconfigure(o); err != nil {
+		if err := r.c.Reconfigure(o, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		st := r.c.State()
@@ -258,7 +253,7 @@ func TestRemovedLevelMapsByPriority(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o := r.c.opts
+			o := r.c.run.opts
 			o.Table = tab
 			return o
 		}
@@ -268,7 +263,7 @@ func TestRemovedLevelMapsByPriority(t *testing.T) {
 		if got := r.c.State().Override.Level; got != "Major" {
 			t.Fatalf("override level %q, want the table's spelling Major", got)
 		}
-		err := r.c.Reconfigure(without("Major"))
+		err := r.c.Reconfigure(without("Major"), "alice")
 		if err == nil || !strings.Contains(err.Error(), "Major") || !strings.Contains(err.Error(), "INC-3") {
 			t.Fatalf("reload dropping the pinned level: %v, want an error naming Major and the override", err)
 		}
@@ -278,7 +273,7 @@ func TestRemovedLevelMapsByPriority(t *testing.T) {
 		if _, err := r.c.ClearOverride("alice"); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.c.Reconfigure(without("Major")); err != nil {
+		if err := r.c.Reconfigure(without("Major"), "alice"); err != nil {
 			t.Fatal(err)
 		}
 		st := r.c.State()
@@ -294,8 +289,8 @@ func TestRemovedLevelMapsByPriority(t *testing.T) {
 func TestDwellPromiseKept(t *testing.T) {
 	const m = time.Minute
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, Options{MinimumLevelDuration: m})
-		r.run(t, []step{
+		r := newRig(t, Options{Rules: levels.Rules{MinimumLevelDuration: m}})
+		r.steps(t, []step{
 			{at: 0, cpu: 5, act: pin("Major", time.Hour), want: "Major"},
 			{at: 2 * m, cpu: 5, act: clear, want: "Major"},
 			{at: 2*m + time.Second, cpu: 5, act: pin("Severe", time.Hour), want: "Severe"},
@@ -368,7 +363,7 @@ func TestStateFileFromTheFuture(t *testing.T) {
 			t.Fatal(err)
 		}
 		cpu := &fakeSampler{v: 99}
-		c, err := New(Options{Table: defaultTable(t), Store: &FileStore{Dir: dir}, CPU: cpu, EscalationDelay: time.Second, MaxOverrideTTL: time.Hour})
+		c, err := New(Options{Table: defaultTable(t), Store: &FileStore{Dir: dir}, CPU: cpu, Rules: levels.Rules{EscalationDelay: time.Second, MaxOverrideTTL: time.Hour}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +372,7 @@ func TestStateFileFromTheFuture(t *testing.T) {
 			t.Fatalf("override expires %v since %v, want clamped to %v and now", st.Override.ExpiresAt, st.Since, want)
 		}
 		time.Sleep(time.Second)
-		c.Check(context.Background())
+		runController(t, c) // its first health check
 		if got := c.State().Level; got != "Emergency" {
 			t.Fatalf("cpu 99%% a second after a start from a future since: %s, want Emergency", got)
 		}
@@ -403,7 +398,7 @@ func TestHugeSequenceIsCorrupt(t *testing.T) {
 func TestOneEvaluationAtATime(t *testing.T) {
 	obs := &recorder{}
 	r := newRig(t, Options{Observer: obs})
-	o := r.c.opts
+	o := r.c.run.opts
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
@@ -412,7 +407,7 @@ func TestOneEvaluationAtATime(t *testing.T) {
 				r.cpu.set(float64(i % 100))
 				r.c.Check(context.Background())
 			case 1:
-				_ = r.c.Reconfigure(o)
+				_ = r.c.Reconfigure(o, "alice")
 			default:
 				r.c.SetOverride(OverrideRequest{Level: "Minor", Mode: ModeFloor, TTL: time.Hour, Reason: "x"})
 			}

@@ -9,7 +9,7 @@
 // ring, and [Window.Record] holds it for a few instructions and never
 // allocates, so many goroutines (the POST /v1/outcomes handler and in-process
 // callers) may record at once. Each bucket also keeps the reports'
-// latency counts, in the fixed buckets of [LatencyBounds];
+// latency counts, in the fixed buckets of [levels.LatencyBounds];
 // [Window.RecordLatency] adds them and [Window.Quantile] interpolates a
 // quantile from them.
 //

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // lat returns latency counts with counts[i] = n for each pair i, n.
@@ -16,8 +18,8 @@ func lat(pairs ...int64) (counts [NumLatencyBuckets]int64) {
 
 func TestLatencyBounds(t *testing.T) {
 	want := [NumLatencyBuckets]float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, math.Inf(1)}
-	if got := LatencyBounds(); got != want {
-		t.Errorf("LatencyBounds() = %v, want the DESIGN.md buckets %v", got, want)
+	if got := levels.LatencyBounds(); got != want {
+		t.Errorf("levels.LatencyBounds() = %v, want the DESIGN.md buckets %v", got, want)
 	}
 }
 
@@ -175,12 +177,12 @@ func TestLatencyCountsReplayTheQuantile(t *testing.T) {
 	}
 	for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
 		wantMS, wantN := w.Quantile(at, q)
-		gotMS, gotN := QuantileOf(counts[:], q)
+		gotMS, gotN := levels.QuantileOf(counts[:], q)
 		if gotMS != wantMS || gotN != wantN {
-			t.Errorf("QuantileOf(counts, %g) = %g, %d; Quantile gave %g, %d", q, gotMS, gotN, wantMS, wantN)
+			t.Errorf("levels.QuantileOf(counts, %g) = %g, %d; Quantile gave %g, %d", q, gotMS, gotN, wantMS, wantN)
 		}
 	}
-	if ms, n := QuantileOf(nil, 0.99); ms != 0 || n != 0 {
-		t.Errorf("QuantileOf(nil) = %g, %d, want 0, 0", ms, n)
+	if ms, n := levels.QuantileOf(nil, 0.99); ms != 0 || n != 0 {
+		t.Errorf("levels.QuantileOf(nil) = %g, %d, want 0, 0", ms, n)
 	}
 }

@@ -96,7 +96,7 @@ func (w *Window) Record(now time.Time, success, failure int64) {
 }
 
 // RecordLatency is Record plus the report's latency counts: latency[i] is
-// how many of the requests took at most LatencyBounds()[i] ms (and more
+// how many of the requests took at most levels.LatencyBounds()[i] ms (and more
 // than the bound before it). The outcomes and the latencies land in the
 // same bucket under one lock, so a late record is dropped or kept whole,
 // exactly as Record's. A negative count is ignored (treated as zero). The

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
 // t0 is a fixed time on a whole minute, so it starts a bucket for every
@@ -437,7 +439,7 @@ func checkQuantile(t *testing.T, w *Window, now time.Time, model [NumLatencyBuck
 	for _, c := range model {
 		n += c
 	}
-	bounds := LatencyBounds()
+	bounds := levels.LatencyBounds()
 	prev := 0.0
 	for _, q := range []float64{0, 0.5, 0.9, 0.99, 1} {
 		ms, got := w.Quantile(now, q)

@@ -60,3 +60,94 @@ type Report struct {
 	// Admission is the report's admission object; nil without one.
 	Admission *Admission
 }
+
+// maxMergedReports bounds the reports one evaluation takes after merging:
+// beyond it, the rest are merged into the last one.
+const maxMergedReports = 16
+
+// MergeReports merges the reports that arrived between two evaluations:
+// those of one reporter judged against one sequence become one (counts
+// and spans added), and so do all those without an admission object. At
+// most maxMergedReports remain, so that a flood of reports is one bounded
+// input of the machine and one bounded timeline line. rs is not modified.
+func MergeReports(rs []Report) []Report {
+	type key struct {
+		reporter string
+		sequence uint64
+		counted  bool
+	}
+	var out []Report
+	index := map[key]int{}
+	for _, r := range rs {
+		k := key{}
+		if a := r.Admission; a != nil {
+			k = key{a.Reporter, a.Sequence, true}
+		}
+		i, ok := index[k]
+		if !ok && len(out) == maxMergedReports {
+			i, ok = len(out)-1, true
+		}
+		if !ok {
+			index[k] = len(out)
+			out = append(out, copyReport(r))
+			continue
+		}
+		out[i] = mergeReport(out[i], r)
+	}
+	return out
+}
+
+// copyReport copies r's slices and maps, so that merging into it leaves
+// the original alone.
+func copyReport(r Report) Report {
+	if r.Latency != nil {
+		r.Latency = append([]int64(nil), r.Latency...)
+	}
+	if a := r.Admission; a != nil {
+		c := *a
+		if a.Offered != nil {
+			c.Offered = make(map[int]int64, len(a.Offered))
+			for p, n := range a.Offered {
+				c.Offered[p] = n
+			}
+		}
+		r.Admission = &c
+	}
+	return r
+}
+
+// mergeReport adds b to a (a copy of its own) and returns it: the later
+// arrival time, summed counts, and for admission objects summed spans.
+func mergeReport(a, b Report) Report {
+	if b.At.After(a.At) {
+		a.At = b.At
+	}
+	a.Success += b.Success
+	a.Failure += b.Failure
+	if len(b.Latency) > 0 {
+		if a.Latency == nil {
+			a.Latency = make([]int64, NumLatencyBuckets)
+		}
+		for i := range min(len(b.Latency), len(a.Latency)) {
+			a.Latency[i] += b.Latency[i]
+		}
+	}
+	switch x, y := a.Admission, b.Admission; {
+	case y == nil:
+	case x == nil:
+		a.Admission = copyReport(Report{Admission: y}).Admission
+	default:
+		x.Admitted += y.Admitted
+		x.ShedPartial += y.ShedPartial
+		x.ShedBelow += y.ShedBelow
+		x.Seconds += y.Seconds
+		x.Sequence = max(x.Sequence, y.Sequence)
+		if x.Offered == nil && y.Offered != nil {
+			x.Offered = map[int]int64{}
+		}
+		for p, n := range y.Offered {
+			x.Offered[p] += n
+		}
+	}
+	return a
+}

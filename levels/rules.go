@@ -16,30 +16,49 @@ import (
 // 1-hysteresis to decide recovery.
 func (t *Table) Recommend(s Sample, scale float64) (index int, why Trigger, ok bool) {
 	for i := len(t.levels) - 1; i >= 1; i-- {
-		l := t.levels[i]
-		for _, sig := range t.signals {
-			th, has := l.Threshold(sig)
-			v, hasValue := s.Value(sig)
-			if !has || !hasValue {
-				continue
-			}
-			if limit := th * scale; v > limit {
-				why := Trigger{Signal: sig, Value: v, Threshold: limit, Level: l.Name}
-				switch sig {
-				case Latency:
-					why.Label = "latency " + QuantileLabel(t.quantile)
-				case ErrorRate:
-					why.Label, why.Note = s.ErrorRateLabel, s.ErrorRateNote
-				}
-				return i, why, true
-			}
+		if why, ok := t.exceeds(s, i, scale); ok {
+			return i, why, true
 		}
 	}
 	return 0, Trigger{}, false
 }
 
-// Rules are the tunables of automatic transitions; the zero value
-// escalates at once, recovers at once and never lets a blind signal hold.
+// exceeds returns the first signal with a value strictly above level i's
+// threshold for it times scale.
+func (t *Table) exceeds(s Sample, i int, scale float64) (Trigger, bool) {
+	l := t.levels[i]
+	for _, sig := range t.signals {
+		th, has := l.Threshold(sig)
+		v, hasValue := s.Value(sig)
+		if !has || !hasValue {
+			continue
+		}
+		if limit := th * scale; v > limit {
+			why := Trigger{Signal: sig, Value: v, Threshold: limit, Level: l.Name}
+			switch sig {
+			case Latency:
+				why.Label = "latency " + QuantileLabel(t.quantile)
+			case ErrorRate:
+				why.Label, why.Note = s.ErrorRateLabel, s.ErrorRateNote
+			}
+			return why, true
+		}
+	}
+	return Trigger{}, false
+}
+
+// triggerAt is the signal of s that exceeds level i's threshold, when one
+// does: the reason of a step the admission law stopped at level i.
+func (t *Table) triggerAt(s Sample, i int) (Trigger, bool) {
+	if i <= 0 || i >= len(t.levels) {
+		return Trigger{}, false
+	}
+	return t.exceeds(s, i, 1)
+}
+
+// Rules are the tunables of the level machine; the zero value escalates
+// at once, recovers at once, never lets a blind signal hold, refuses every
+// override (MaxOverrideTTL 0) and runs the graduated admission law.
 type Rules struct {
 	// MinimumLevelDuration is the dwell before each one-level step down.
 	MinimumLevelDuration time.Duration
@@ -56,6 +75,20 @@ type Rules struct {
 	BlindHold time.Duration
 	// ManualOnly computes the recommendation but never moves the level.
 	ManualOnly bool
+	// RecoveryJitter bounds the recovery draw r: a machine input's Jitter
+	// is clamped to [0, RecoveryJitter).
+	RecoveryJitter float64
+	// MaxOverrideTTL is the longest override ttl; a restored or fleet
+	// override is clamped to it.
+	MaxOverrideTTL time.Duration
+	// MinThroughput is the least number of observations the error window
+	// and a report's latencies or outcomes need to be judged.
+	MinThroughput int64
+	// Shadow publishes with "shadow": levels move by the table rule, and
+	// the partial admission is the law's open-loop estimate.
+	Shadow bool
+	// Admission is the admission mode; "" is AdmissionGraduated.
+	Admission AdmissionMode
 }
 
 // Auto is the automatic level and what the rules remember between ticks.

@@ -167,3 +167,23 @@ var ErrUnknownSignal = errors.New("no such custom signal")
 // ErrQueried is the error of a value pushed for a custom signal that a
 // Prometheus query feeds: it cannot be pushed.
 var ErrQueried = errors.New("the signal is fed by a Prometheus query, not pushed")
+
+// lowestLevel is the least severe level with a threshold for sig, and
+// lowestThreshold that threshold: where the admission law judges the
+// signal (below it, the signal asks for nothing).
+func (t *Table) lowestLevel(sig Signal) int {
+	for i := 1; i < len(t.levels); i++ {
+		if _, ok := t.levels[i].Threshold(sig); ok {
+			return i
+		}
+	}
+	return 0
+}
+
+func (t *Table) lowestThreshold(sig Signal) (float64, bool) {
+	i := t.lowestLevel(sig)
+	if i == 0 {
+		return 0, false
+	}
+	return t.levels[i].Threshold(sig)
+}

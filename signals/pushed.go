@@ -107,6 +107,6 @@ func (p *Pushed) Read(_ context.Context, now time.Time) []levels.Reading {
 	return out
 }
 
-// Instant marks Pushed as a source whose values change between health
-// checks: a pushed value is evaluated at once (controller.Instant).
-func (p *Pushed) Instant() {}
+// Instant reports that pushed values change between health checks: an
+// event-driven evaluation reads them again (controller.Source).
+func (p *Pushed) Instant() bool { return true }

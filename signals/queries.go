@@ -88,3 +88,7 @@ func (q *Queries) Read(context.Context, time.Time) []levels.Reading {
 	}
 	return out
 }
+
+// Instant reports that query results are read at health checks only
+// (controller.Source): each query runs on its own interval.
+func (q *Queries) Instant() bool { return false }

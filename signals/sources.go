@@ -36,3 +36,7 @@ func (p *Pressure) Read(ctx context.Context, _ time.Time) []levels.Reading {
 	}
 	return out
 }
+
+// Instant reports that PSI is read at health checks only
+// (controller.Source).
+func (p *Pressure) Instant() bool { return false }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/internal/daemon/daemontest"
 	"github.com/degraded/degraded/levels"
 )
@@ -59,10 +60,11 @@ func newCLIDaemon(t *testing.T) *cliDaemon {
 		t.Fatal(err)
 	}
 	d := &cliDaemon{win: &cliWindow{}}
-	d.ctl, err = controller.New(controller.Options{Table: tab, Errors: d.win, MinimumLevelDuration: time.Minute})
+	d.ctl, err = controller.New(controller.Options{Table: tab, Errors: d.win, Rules: levels.Rules{MinimumLevelDuration: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	controllertest.Run(t, d.ctl)
 	tokens := func() api.Tokens { return api.Tokens{Admin: "adm"} }
 	shutdown := make(chan struct{})
 	t.Cleanup(func() { close(shutdown) }) // ends the event streams

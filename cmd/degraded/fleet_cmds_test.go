@@ -10,6 +10,7 @@ import (
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/internal/daemon/daemontest"
 	"github.com/degraded/degraded/levels"
 )
@@ -63,6 +64,7 @@ func newFleetCLIDaemon(t *testing.T) (*controller.Controller, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	controllertest.Run(t, ctl)
 	shutdown := make(chan struct{})
 	t.Cleanup(func() { close(shutdown) })
 	h := api.NewServer(api.Deps{Controller: ctl, Outcomes: &cliWindow{}, Tokens: func() api.Tokens { return api.Tokens{Admin: "adm"} },

@@ -10,6 +10,7 @@ import (
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/levels"
 	"github.com/degraded/degraded/signals"
 )
@@ -29,6 +30,7 @@ func TestReportSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	controllertest.Run(t, ctl)
 	ctl.Check(context.Background())
 	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctl, Outcomes: &cliWindow{}, Pusher: pushed, Reported: ctl.Reported,
 		Tokens: func() api.Tokens { return api.Tokens{Admin: "adm", Report: "rep"} }}))

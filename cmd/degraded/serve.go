@@ -12,6 +12,7 @@ import (
 
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/internal/daemon"
+	"github.com/degraded/degraded/levels"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +78,7 @@ func serve(ctx context.Context, load daemon.Loader, resetState bool, stdout, std
 		case err := <-done:
 			return err
 		case <-hup:
-			if err := d.Reload(); err != nil {
+			if err := d.Reload(levels.ActorSignal); err != nil {
 				log.Error("reload refused, keeping the old config", "err", err)
 			}
 		}

@@ -163,6 +163,15 @@ func TestWalkthrough(t *testing.T) {
 		if len(path) < 2 {
 			t.Errorf("the level went %v: straight to Severe, but the README says it climbs while the window forgets the successes", path)
 		}
+		// Graduated admission may still admit part of the band below Severe
+		// (priority 60) for the few seconds the law takes to see that the
+		// failures are not load: then the band is shed whole.
+		for reached := time.Now(); ctl.State().Partial != nil && time.Since(reached) < 30*time.Second; {
+			time.Sleep(time.Second)
+		}
+		if p := ctl.State().Partial; p != nil {
+			t.Fatalf("30s at Severe with 30%% failures: partial admission %+v, want the band shed whole", *p)
+		}
 		synctest.Wait()
 		time.Sleep(time.Second)
 		if got := lastCodes(); got[10] != 503 || got[40] != 503 || got[60] != 503 || got[95] == 503 {

@@ -147,12 +147,11 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 // openState opens the store (the data_dir's state file unless o.Store is
 // set) and builds the controller from it.
 func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Options) error {
-	var file *controller.FileStore
 	switch {
 	case o.Store != nil:
 		opts.Store = o.Store
 	case cfg.DataDir != "":
-		file = &controller.FileStore{Dir: cfg.DataDir}
+		file := &controller.FileStore{Dir: cfg.DataDir}
 		unlock, err := file.Lock()
 		if err != nil {
 			return err
@@ -161,7 +160,7 @@ func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Optio
 		if err := openStore(file, o.ResetState, d.log); err != nil {
 			return err
 		}
-		opts.Store = observedStore{file, d.metrics}
+		opts.Store = recoveryLogged{file, d}
 	}
 	d.opts = *opts
 	var err error
@@ -172,16 +171,28 @@ func (d *Daemon) openState(cfg *config.Config, o Options, opts *controller.Optio
 	if err != nil {
 		return err
 	}
-	if file != nil && file.Recovered() != nil {
-		d.log.Error("state.json was damaged; resumed from state.json.prev", "err", file.Recovered())
-		d.metrics.StateRecovered()
-	}
 	return nil
+}
+
+// recoveryLogged is the state file, whose fall back to state.json.prev at
+// Load is logged and counted (degraded_state_recovered).
+type recoveryLogged struct {
+	*controller.FileStore
+	d *Daemon
+}
+
+func (s recoveryLogged) Load() (*controller.Persisted, bool, error) {
+	p, fromPrev, err := s.FileStore.Load()
+	if fromPrev {
+		s.d.log.Error("state.json was damaged or missing; resumed from state.json.prev, and republished above the reserved sequence ceiling", "path", s.Path())
+		s.d.metrics.StateRecovered()
+	}
+	return p, fromPrev, err
 }
 
 // newHandler builds the HTTP API over the daemon's parts.
 func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
-	var reload func() error
+	var reload func(actor string) error
 	if d.load != nil {
 		reload = d.Reload
 	}

@@ -44,6 +44,28 @@ func startFromFile(t *testing.T, path string, o Options) *Daemon {
 	return d
 }
 
+// runDaemon runs d until the test ends and waits for its first health
+// check: its controller then serves overrides and reloads.
+func runDaemon(t *testing.T, d *Daemon) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	for {
+		sampled := d.Controller().Sampled()
+		if d.Controller().Ready() {
+			return
+		}
+		<-sampled
+	}
+}
+
 func writeConfig(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
@@ -114,15 +136,16 @@ func TestReloadKeepsUnchangedSamplers(t *testing.T) {
 	body := "data_dir: \"\"\nsignals: {cpu: {source: cgroup}, memory: {source: off}, cgroup_path: " + dir + "}\n"
 	writeConfig(t, path, body)
 	d := startFromFile(t, path, Options{})
+	runDaemon(t, d)
 	before := d.opts.CPU
-	if err := d.Reload(); err != nil {
+	if err := d.Reload("alice"); err != nil {
 		t.Fatal(err)
 	}
 	if d.opts.CPU != before || d.opts.Memory != nil {
 		t.Fatalf("an unchanged reload replaced the cpu sampler (%p -> %p) or turned memory on", before, d.opts.CPU)
 	}
 	writeConfig(t, path, strings.Replace(body, "cgroup_path: "+dir, "cgroup_path: /elsewhere", 1))
-	if err := d.Reload(); err != nil {
+	if err := d.Reload("alice"); err != nil {
 		t.Fatal(err)
 	}
 	if d.opts.CPU == before {
@@ -138,7 +161,7 @@ func TestReloadNeedsALoader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.Reload(); err == nil {
+	if err := d.Reload("alice"); err == nil {
 		t.Fatal("Reload without a loader succeeded")
 	}
 }
@@ -163,14 +186,14 @@ func TestReloadSwitchesQueries(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	first := d.runner.current()
-	if err := d.Reload(); err != nil {
+	if err := d.Reload("alice"); err != nil {
 		t.Fatal(err)
 	}
 	if d.runner.current() != first {
 		t.Fatal("an unchanged reload replaced the running queries")
 	}
 	writeConfig(t, path, body("vector(2)"))
-	if err := d.Reload(); err != nil {
+	if err := d.Reload("alice"); err != nil {
 		t.Fatal(err)
 	}
 	if d.runner.current() == first || d.runner.current() == nil {
@@ -191,11 +214,12 @@ func TestRefusedReloadChangesNoSource(t *testing.T) {
 	base := "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}, custom: [{name: %s, ttl: 1m}]}\n"
 	writeConfig(t, path, fmt.Sprintf(base, "queue_depth"))
 	d := startFromFile(t, path, Options{})
+	runDaemon(t, d)
 	if _, err := d.Controller().SetOverride(controller.OverrideRequest{Level: "Major", Mode: controller.ModePin, TTL: time.Hour, Reason: "INC-1"}); err != nil {
 		t.Fatal(err)
 	}
 	writeConfig(t, path, fmt.Sprintf(base, "backlog")+"levels: [{name: Minor, priority_threshold: 10}]\n")
-	if err := d.Reload(); err == nil {
+	if err := d.Reload("alice"); err == nil {
 		t.Fatal("a reload dropping the pinned level was accepted")
 	}
 	if err := d.pushed.Set("queue_depth", 1, time.Now()); err != nil {

@@ -39,6 +39,7 @@ func TestFleetSettingsAreRestartOnly(t *testing.T) {
 	writeConfig(t, path, body)
 	var log lockedBuffer
 	d := startFromFile(t, path, Options{Log: &log})
+	runDaemon(t, d)
 	if f := d.Controller().State().Fleet; f == nil || f.Name != "shop" || f.Instance != "web-1" || f.Connected {
 		t.Fatalf("fleet object %+v, want shop/web-1, not connected", f)
 	}
@@ -46,7 +47,7 @@ func TestFleetSettingsAreRestartOnly(t *testing.T) {
 		t.Error("error_rate_scope fleet did not give the controller the fleet's window")
 	}
 	writeConfig(t, path, strings.Replace(body, "name: shop", "name: cart", 1))
-	if err := d.Reload(); err != nil {
+	if err := d.Reload("alice"); err != nil {
 		t.Fatal(err)
 	}
 	if f := d.Controller().State().Fleet; f == nil || f.Name != "shop" {

@@ -32,7 +32,7 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 // so that a reload does not make them warm up again. commit puts the
 // sources in force once the options are (see sources).
 func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (o controller.Options, commit func(), err error) {
-	table, err := c.Table()
+	machine, err := c.Machine()
 	if err != nil {
 		return controller.Options{}, nil, err
 	}
@@ -49,23 +49,15 @@ func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (o con
 		return controller.Options{}, nil, err
 	}
 	return controller.Options{
-		Sources:              sources,
-		Table:                table,
-		HealthCheckInterval:  c.HealthCheckInterval,
-		MinimumLevelDuration: c.MinimumLevelDuration,
-		EscalationDelay:      c.EscalationDelay,
-		EscalateAfter:        c.EscalateAfter,
-		MinThroughput:        c.MinThroughput,
-		Hysteresis:           c.Hysteresis,
-		ManualOnly:           !c.EnableAutoAdjustment,
-		MaxOverrideTTL:       c.MaxOverrideTTL,
-		Errors:               d.window,
-		ErrorWindow:          c.ErrorRateWindow,
-		BlindHold:            c.BlindHold,
-		RecoveryJitter:       c.RecoveryJitter,
-		Shadow:               c.Mode == "shadow",
-		CPU:                  cpu,
-		Memory:               mem,
+		Table:               machine.Table,
+		Rules:               machine.Rules,
+		Sources:             sources,
+		HealthCheckInterval: c.HealthCheckInterval,
+		Errors:              d.window,
+		ErrorWindow:         c.ErrorRateWindow,
+		CPU:                 cpu,
+		Memory:              mem,
+		Measured:            c.Measured(),
 	}, commit, nil
 }
 
@@ -160,22 +152,9 @@ func openStore(s *controller.FileStore, reset bool, log *slog.Logger) error {
 	return nil
 }
 
-// observedStore counts failed saves.
-type observedStore struct {
-	controller.Store
-	metrics *api.Metrics
-}
-
-func (s observedStore) Save(p *controller.Persisted) error {
-	err := s.Store.Save(p)
-	if err != nil {
-		s.metrics.StateSaveFailed()
-	}
-	return err
-}
-
-// The error window feeds the timeline its latency counts.
-var _ controller.LatencyCounter = (*errwindow.Window)(nil)
+// The error window feeds the latency signal and the timeline its latency
+// counts.
+var _ controller.LatencyWindow = (*errwindow.Window)(nil)
 
 // recordSettings are the recorder's settings in cfg.
 func recordSettings(cfg *config.Config) timeline.Settings {

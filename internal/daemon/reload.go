@@ -15,7 +15,7 @@ import (
 // (a table without the level the override names). Keys that need a
 // restart are logged when they change. Reloads are serialised; a reload is
 // not a health check.
-func (d *Daemon) Reload() error {
+func (d *Daemon) Reload(actor string) error {
 	if d.load == nil {
 		return errors.New("reload: no config source")
 	}
@@ -26,7 +26,7 @@ func (d *Daemon) Reload() error {
 		err = config.CheckProtected(cfg, d.bound)
 	}
 	if err == nil {
-		err = d.apply(cfg)
+		err = d.apply(cfg, actor)
 	}
 	d.metrics.Reloaded(err == nil, time.Now())
 	if err != nil {
@@ -57,7 +57,7 @@ func (d *Daemon) Reload() error {
 
 // apply puts a valid config in force: the controller's options, the
 // tokens and the level names of the metrics. d.reloadMu must be held.
-func (d *Daemon) apply(cfg *config.Config) error {
+func (d *Daemon) apply(cfg *config.Config, actor string) error {
 	opts, commit, err := d.controllerOptions(cfg, d.cfg.Load())
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		return err
 	}
 	opts.Observer, opts.Logger, opts.Store, opts.Fleet, opts.FleetErrors = d.opts.Observer, d.opts.Logger, d.opts.Store, d.opts.Fleet, d.opts.FleetErrors
-	if err := d.ctrl.Reconfigure(opts); err != nil {
+	if err := d.ctrl.Reconfigure(opts, actor); err != nil {
 		return err
 	}
 	commit()

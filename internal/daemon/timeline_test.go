@@ -57,7 +57,7 @@ func TestTimelineRecordedAndServed(t *testing.T) {
 	}
 
 	writeConfig(t, path, body+"record: {enabled: false}\n")
-	if err := d.Reload(); err != nil {
+	if err := d.Reload("alice"); err != nil {
 		t.Fatal(err)
 	}
 	if w := get(); w.Code != http.StatusNotFound {

@@ -103,7 +103,7 @@ func parse(b []byte, l *levels.Line) bool {
 		return false
 	}
 	switch l.Trigger {
-	case levels.TriggerStart, levels.TriggerTick, levels.TriggerEvent, levels.TriggerReload:
+	case levels.TriggerStart, levels.TriggerTick, levels.TriggerEvent, levels.TriggerReload, levels.TriggerOverride, levels.TriggerFleet:
 		return true
 	}
 	return false

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/config"
-	"github.com/degraded/degraded/errwindow"
 	"github.com/degraded/degraded/levels"
 )
 
@@ -21,14 +20,14 @@ type Options struct {
 	// Files are the timeline files (see [Files]).
 	Files []string
 	// From and To bound the report (zero: open). Lines before From still
-	// run through the rules, so that the report starts from the state they
-	// left; lines after To are not read further.
+	// run through the machine, so that the report starts from the state
+	// they left; lines after To are not read further.
 	From, To time.Time
 	// Seed, if set, draws the candidate's recovery jitter from a source
-	// seeded with it. Otherwise each level's draw is the recorded one (the
-	// jitter_r of the line where the level was entered), capped at the
-	// candidate's recovery_jitter, so the recorded config replays as it
-	// ran; a candidate with recovery_jitter 0 draws 0.
+	// seeded with it. Otherwise each draw is the recorded one (the jitter_r
+	// of the line that drew it), capped at the candidate's recovery_jitter,
+	// so the recorded config replays as it ran; a candidate with
+	// recovery_jitter 0 draws 0.
 	Seed *int64
 }
 
@@ -68,6 +67,10 @@ type Result struct {
 	// First and Last are the times of the first and last lines in range.
 	First time.Time `json:"first"`
 	Last  time.Time `json:"last"`
+	// Recorded config says the candidate is the config the recording was
+	// made with (the same digest), which replay then follows through the
+	// recorded reloads.
+	RecordedConfig bool `json:"recorded_config"`
 	// Warnings say what the replay could not apply.
 	Warnings []string `json:"-"`
 }
@@ -91,28 +94,25 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // Run replays o.Files under o.Config. It fails with ErrNoLines when no
 // line of the files is valid, and on a file it cannot read.
 func Run(o Options) (*Result, error) {
-	table, err := o.Config.Table()
+	cand, err := o.Config.Machine()
 	if err != nil {
 		return nil, err
 	}
 	c := o.Config
 	window := 2 * max(c.MinimumLevelDuration, c.HealthCheckInterval)
 	e := &engine{
-		table: table,
-		rules: levels.Rules{MinimumLevelDuration: c.MinimumLevelDuration, EscalationDelay: c.EscalationDelay, EscalateAfter: c.EscalateAfter,
-			Hysteresis: c.Hysteresis, BlindHold: c.BlindHold, ManualOnly: !c.EnableAutoAdjustment},
-		minThroughput: c.MinThroughput,
-		from:          o.From, to: o.To,
+		cand:     cand,
+		from:     o.From,
+		to:       o.To,
 		res:      &Result{TimeAtLevel: map[string]Duration{}, RecordedTimeAtLevel: map[string]Duration{}, FlapWindow: Duration(window)},
 		replayed: newTrack(window, o.From),
 		recorded: newTrack(window, o.From),
 		warned:   map[string]bool{},
-		jitter:   c.RecoveryJitter,
+		measured: c.Measured(),
 	}
 	if o.Seed != nil {
 		e.rand = rand.New(rand.NewPCG(uint64(*o.Seed), 0)).Float64
 	}
-	e.res.Warnings = unapplied(c)
 	valid := 0
 	corrupt, err := each(o.Files, func(l levels.Line) {
 		valid++
@@ -131,237 +131,234 @@ func Run(o Options) (*Result, error) {
 	return e.res, nil
 }
 
-// engine is the replayed controller: the automatic level under the
-// candidate's rules, the recorded overrides layered over it.
+// engine drives a level machine, the controller's own, over the recorded
+// inputs.
 type engine struct {
-	table         *levels.Table
-	rules         levels.Rules
-	minThroughput int64
-	from, to      time.Time
-
-	started bool
-	auto    levels.Auto
-	pub     int       // the replayed published level
-	since   time.Time // when pub last changed: the dwell clock
-	// fleet and local are the recorded fleet and local overrides, in
-	// the layers of DESIGN.md "Overrides in layers".
-	fleet, local layer
+	cand     levels.Config     // the candidate's machine config
+	measured map[string]string // the candidate's keys that decide what is measured
+	follow   bool              // the candidate is the recording's config: follow its reloads
+	m        levels.Machine
+	started  bool
+	from, to time.Time
 
 	replayed, recorded *track
 	res                *Result
 	warned             map[string]bool
-
-	jitter float64        // the candidate's recovery_jitter
-	rand   func() float64 // seeded draws; nil: the recorded ones
+	rand               func() float64 // seeded draws; nil: the recorded ones
 }
 
-// draw is a new level's recovery jitter r at line l: see Options.Seed.
-func (e *engine) draw(l levels.Line) float64 {
-	switch {
-	case e.jitter <= 0:
-		return 0
-	case e.rand != nil:
-		return e.jitter * e.rand()
-	}
-	return min(max(l.JitterR, 0), e.jitter)
-}
-
-// line runs one recorded evaluation.
+// line feeds one recorded input to the machine.
 func (e *engine) line(l levels.Line) {
 	if !e.started {
 		e.begin(l)
 	}
-	e.recorded.advance(l.At, e.inRange(l.At))
-	e.replayed.advance(l.At, e.inRange(l.At))
-	if l.Trigger == levels.TriggerStart {
-		e.auto.Seen = e.blindClocks(l.At) // a new run: every blind clock starts again
+	inRange := e.inRange(l.At)
+	e.recorded.advance(l.At, inRange)
+	e.replayed.advance(l.At, inRange)
+	if l.Config != nil {
+		e.configLine(l)
 	}
-	e.override(l)
-	s := e.sample(l)
-	var m levels.Move
+	var reason string
 	switch l.Trigger {
-	case levels.TriggerStart, levels.TriggerTick:
-		e.auto.Since = e.dwellStart()
-		e.auto, m = levels.Next(e.auto, e.table, s, l.At, e.rules)
-	case levels.TriggerEvent:
-		e.auto.Since = e.dwellStart()
-		e.auto, m = levels.Event(e.auto, e.table, s, l.At, e.rules)
+	case levels.TriggerStart, levels.TriggerTick, levels.TriggerEvent:
+		out := e.m.Evaluate(levels.Input{At: l.At, Trigger: l.Trigger, Sample: e.sample(l), Reports: l.Inputs(), Jitter: e.draw(l)})
+		reason = lastReason(out)
+	case levels.TriggerOverride:
+		reason = e.override(l)
+	case levels.TriggerFleet:
+		reason = e.fleet(l)
 	}
-	if m.Moved() {
-		e.auto.JitterR, e.auto.NotBefore = e.draw(l), time.Time{}
-		e.publish(l.At, m.Reason)
+	if l.ConfigDigest == "" {
+		reason = e.followOverrides(l, reason) // a recording from before override lines
 	}
-	if e.inRange(l.At) {
+	if inRange {
 		e.res.Lines++
 		if e.res.First.IsZero() {
 			e.res.First = l.At
 		}
 		e.res.Last = l.At
 	}
-	e.recorded.set(l.At, l.Published, l.Source, "", e.inRange(l.At))
+	p := e.m.Published()
+	e.replayed.set(l.At, e.m.Config().Table.Level(p.Index).Name, p.Source, reason, inRange)
+	e.recorded.set(l.At, l.Published, l.Source, "", inRange)
 }
 
-// begin starts the replay at the first line: at Normal when the line is
-// a daemon's start, else where the recording was (mapped by name).
+// begin starts the replay at the first line: at Normal when it is a
+// daemon's start, else where the recording was (mapped by name).
 func (e *engine) begin(l levels.Line) {
 	e.started = true
-	start := "Normal"
+	e.follow = l.ConfigDigest != "" && l.ConfigDigest == e.cand.Digest()
+	e.res.RecordedConfig = e.follow
+	e.m = levels.NewMachine(e.cand, l.At)
+	start := levels.NormalName
 	if l.Trigger != levels.TriggerStart {
 		start = l.Published
+		s := levels.Saved{Level: start, Since: l.At, Auto: start, AutoSince: l.At, Override: l.Override.Override()}
+		if f := l.FleetOverride.Override(); f != nil {
+			s.Fleet = &levels.FleetOverride{Override: *f}
+		}
+		e.m.Restore(l.At, s, "")
 	}
-	if i, err := e.table.Index(start); err == nil {
-		e.pub = i
-	}
-	e.since = l.At
-	e.auto = levels.Auto{Level: e.pub, Since: l.At, Seen: e.blindClocks(l.At)}
-	e.replayed.begin(l.At, e.table.Level(e.pub).Name)
+	e.replayed.begin(l.At, e.m.Config().Table.Level(e.m.Published().Index).Name)
 	e.recorded.begin(l.At, start)
 }
 
-func (e *engine) blindClocks(at time.Time) map[levels.Signal]time.Time {
-	seen := make(map[levels.Signal]time.Time, len(e.table.Signals()))
-	for _, sig := range e.table.Signals() {
-		seen[sig] = at
+// configLine applies a start or reload line's config: in recorded mode
+// the machine follows the recorded config; a candidate keeps its own, and
+// only the re-created samplers' blind clocks start again.
+func (e *engine) configLine(l levels.Line) {
+	e.warnMeasured(l.Config.Measured)
+	cfg := e.m.Config()
+	if e.follow {
+		rc, err := l.Config.Config()
+		if err != nil {
+			e.warn("config-"+l.ConfigDigest, fmt.Sprintf("the recorded config of %s cannot be rebuilt (%v): the config in force is kept", l.At.Format(time.RFC3339), err))
+		} else {
+			cfg = rc
+		}
 	}
-	return seen
+	if l.Trigger != levels.TriggerReload && cfg.Digest() == e.m.Config().Digest() {
+		return
+	}
+	if _, err := e.m.Reconfigure(l.At, cfg, l.Actor, l.Renewed); err != nil {
+		e.warn("reload-"+l.At.String(), fmt.Sprintf("the reload of %s is not replayed: %v", l.At.Format(time.RFC3339), err))
+	}
+}
+
+// override replays a local override line.
+func (e *engine) override(l levels.Line) string {
+	r := l.Request
+	if r == nil {
+		return ""
+	}
+	if r.Action == "clear" {
+		return lastReason(e.m.ClearOverride(l.At, l.Actor, e.draw(l)))
+	}
+	ttl, err := time.ParseDuration(r.TTL)
+	if err == nil {
+		var out levels.Output
+		out, err = e.m.SetOverride(l.At, levels.OverrideRequest{Level: r.Level, Mode: levels.Mode(r.Mode), TTL: ttl, Reason: r.Reason, Actor: l.Actor})
+		if err == nil {
+			return lastReason(out)
+		}
+	}
+	e.warn("override-"+r.Level, fmt.Sprintf("the recording's override %s %s is not replayed: %v", r.Mode, r.Level, err))
+	return ""
+}
+
+// fleet replays a fleet override line.
+func (e *engine) fleet(l levels.Line) string {
+	f := l.Fleet
+	if f == nil {
+		return ""
+	}
+	ttl, _ := time.ParseDuration(f.TTL) // absent for a clear
+	u := levels.FleetUpdate{Override: f.Override.Override(), TTL: ttl, Revision: f.Revision, Expired: f.Expired, Reset: f.Reset, Actor: l.Actor}
+	out, err := e.m.ApplyFleet(l.At, u, e.draw(l))
+	if err != nil && u.Override != nil {
+		e.warn("fleet-"+u.Override.Level, fmt.Sprintf("the recording's fleet override %s %s is not replayed: %v", u.Override.Mode, u.Override.Level, err))
+	}
+	return lastReason(out)
+}
+
+// followOverrides applies, for a recording made before overrides were lines of
+// their own, the override changes a line shows: the local and fleet
+// overrides in force after it.
+func (e *engine) followOverrides(l levels.Line, reason string) string {
+	p := e.m.Published()
+	if !sameOverride(p.Override, l.Override) {
+		if o := l.Override.Override(); o == nil {
+			reason = lastReason(e.m.ClearOverride(l.At, levels.ActorDaemon, e.draw(l)))
+		} else if out, err := e.m.SetOverride(l.At, levels.OverrideRequest{Level: o.Level, Mode: o.Mode, TTL: max(o.ExpiresAt.Sub(l.At), time.Second),
+			Reason: o.Reason, Actor: o.Actor}); err == nil {
+			reason = lastReason(out)
+		} else {
+			e.warn("override-"+o.Level, fmt.Sprintf("the recording's override %s %s is not replayed: %v", o.Mode, o.Level, err))
+		}
+	}
+	var fleet *levels.Override
+	if p.Fleet != nil {
+		fleet = &p.Fleet.Override
+	}
+	if !sameOverride(fleet, l.FleetOverride) {
+		u := levels.FleetUpdate{Override: l.FleetOverride.Override(), Revision: 1, Reset: true}
+		if u.Override != nil {
+			u.TTL = u.Override.ExpiresAt.Sub(u.Override.SetAt)
+		}
+		out, err := e.m.ApplyFleet(l.At, u, e.draw(l))
+		if err != nil && u.Override != nil {
+			e.warn("fleet-"+u.Override.Level, fmt.Sprintf("the recording's fleet override %s %s is not replayed: %v", u.Override.Mode, u.Override.Level, err))
+		}
+		reason = lastReason(out)
+	}
+	return reason
+}
+
+// sameOverride reports whether the machine's override o is the one a line
+// recorded.
+func sameOverride(o *levels.Override, l *levels.LineOverride) bool {
+	if o == nil || l == nil {
+		return o == nil && l == nil
+	}
+	return o.Level == l.Level && string(o.Mode) == l.Mode && o.SetAt.Equal(l.SetAt)
+}
+
+// lastReason is the reason of an output's last entry, "" without one.
+func lastReason(out levels.Output) string {
+	if len(out.Entries) == 0 {
+		return ""
+	}
+	return out.Entries[len(out.Entries)-1].Reason
+}
+
+// draw is the recovery draw r an input at line l uses: see Options.Seed.
+func (e *engine) draw(l levels.Line) float64 {
+	j := e.m.Config().Rules.RecoveryJitter
+	switch {
+	case j <= 0:
+		return 0
+	case e.rand != nil:
+		return j * e.rand()
+	}
+	return min(max(l.JitterR, 0), j)
+}
+
+// sample is the line's sample as the machine in force would have seen it:
+// exactly the recorded one for the recorded config; for a candidate, the
+// error rate and the latency read again from the window's counts with the
+// candidate's min_throughput and quantile, and the built-in signals it has
+// no threshold for turned off.
+func (e *engine) sample(l levels.Line) levels.Sample {
+	s := l.Sample().Clone()
+	if e.follow {
+		return s
+	}
+	t := e.m.Config().Table
+	w := levels.Window{Attempts: l.Window.Attempts, Failures: l.Window.Failures, Latency: l.Window.LatencyCounts, Fleet: l.Window.Fleet,
+		Warming: s.State(levels.ErrorRate) == levels.Warming}
+	if w.Latency == nil && t.Uses(levels.Latency) && s.State(levels.Latency) == levels.Off {
+		e.warn("off-latency", "the candidate has thresholds for latency, which the recording has no values for")
+	}
+	if s.State(levels.ErrorRate) == levels.Off && t.Uses(levels.ErrorRate) && w.Attempts == 0 {
+		e.warn("off-error_rate", "the candidate has thresholds for error_rate, which the recording has no values for")
+	}
+	t.ReadWindow(&s, w, e.m.Config().Rules.MinThroughput)
+	return s
+}
+
+// warnMeasured warns once about each key that decides what is measured
+// (health_check_interval, the error window, the signal sources) where the
+// candidate differs from the recording: replay cannot apply those.
+func (e *engine) warnMeasured(recorded map[string]string) {
+	for k, v := range recorded {
+		if c, ok := e.measured[k]; ok && c != v {
+			e.warn("measured-"+k, fmt.Sprintf("not replayed, the recording measured with its own %s (%s, the candidate has %s)", k, v, c))
+		}
+	}
 }
 
 func (e *engine) inRange(at time.Time) bool {
 	return (e.from.IsZero() || !at.Before(e.from)) && (e.to.IsZero() || !at.After(e.to))
-}
-
-// layer is one recorded override in force, and its level in the
-// candidate's table.
-type layer struct {
-	ovr   *levels.LineOverride
-	index int
-}
-
-// levels gives the layer to levels.Layered; nil when none is in force.
-func (y *layer) levels() *levels.Layer {
-	if y.ovr == nil {
-		return nil
-	}
-	return &levels.Layer{Index: y.index, Pin: y.ovr.Mode == "pin"}
-}
-
-// override applies the changes of the recorded overrides since the last
-// line, fleet then local, as the controller does.
-func (e *engine) override(l levels.Line) {
-	e.overrideLayer(l, &e.fleet, l.FleetOverride, "fleet override")
-	e.overrideLayer(l, &e.local, l.Override, "override")
-}
-
-// overrideLayer applies the change of one recorded override: the first
-// override to start hands the automatic level the published one; when the
-// last one ends, the automatic level takes over from the published level,
-// keeping its dwell clock.
-func (e *engine) overrideLayer(l levels.Line, y *layer, cur *levels.LineOverride, name string) {
-	index := y.index
-	if cur != nil {
-		i, err := e.table.Index(cur.Level)
-		if err != nil {
-			e.warn(name+"-"+cur.Level, fmt.Sprintf("the recording's %s names %s, which the candidate has no level for: it is not replayed", name, cur.Level))
-			cur = nil
-		} else {
-			index = i
-		}
-	}
-	switch {
-	case y.ovr == nil && cur == nil:
-		return
-	case y.ovr == nil:
-		if e.fleet.ovr == nil && e.local.ovr == nil {
-			e.auto.Level, e.auto.Since = e.pub, e.since
-		}
-		y.ovr, y.index = cur, index
-		e.publish(l.At, fmt.Sprintf("%s set: %s %s: %s", name, cur.Mode, cur.Level, cur.Reason))
-	case cur == nil:
-		reason := name + " ended: " + y.ovr.Reason
-		y.ovr = nil
-		if e.fleet.ovr == nil && e.local.ovr == nil {
-			r := e.draw(l) // as the controller does when an override ends
-			e.auto = levels.Auto{Level: e.pub, Since: e.since, Recommended: e.auto.Recommended, Seen: e.auto.Seen,
-				JitterR: r, NotBefore: l.At.Add(time.Duration(float64(e.rules.MinimumLevelDuration) * r))}
-		}
-		e.publish(l.At, reason)
-	case !cur.SetAt.Equal(y.ovr.SetAt) || cur.Level != y.ovr.Level || cur.Mode != y.ovr.Mode:
-		y.ovr, y.index = cur, index
-		e.publish(l.At, fmt.Sprintf("%s set: %s %s: %s", name, cur.Mode, cur.Level, cur.Reason))
-	}
-}
-
-// publish moves the published level to what the automatic level and the
-// overrides give, recording a transition when it changes.
-func (e *engine) publish(at time.Time, reason string) {
-	next, by := levels.Layered(e.auto.Level, e.fleet.levels(), e.local.levels())
-	if next == e.pub {
-		return
-	}
-	e.pub, e.since = next, at
-	source := [...]string{"auto", "fleet", "override"}[by]
-	e.replayed.set(at, e.table.Level(next).Name, source, reason, e.inRange(at))
-}
-
-// dwellStart is the controller's: while the automatic level is the
-// published one, its dwell never starts before the published level's.
-func (e *engine) dwellStart() time.Time {
-	if e.pub == e.auto.Level && e.since.After(e.auto.Since) {
-		return e.since
-	}
-	return e.auto.Since
-}
-
-// sample is the line's sample as the candidate would have seen it: the
-// error rate and the latency recomputed from the window's counts with the
-// candidate's min_throughput and quantile, and the built-in signals the
-// candidate has no threshold for turned off.
-func (e *engine) sample(l levels.Line) levels.Sample {
-	s := l.Sample()
-	a, f := l.Window.Attempts, l.Window.Failures
-	e.recompute(s, levels.ErrorRate, a > 0 && a >= e.minThroughput, func() float64 { return float64(f) / float64(a) * 100 }, true)
-	if l.Window.LatencyCounts != nil {
-		ms, n := errwindow.QuantileOf(l.Window.LatencyCounts, e.table.LatencyQuantile())
-		s.LatencyObservations = n
-		e.recompute(s, levels.Latency, n > 0 && n >= e.minThroughput, func() float64 { return ms }, true)
-	} else {
-		e.recompute(s, levels.Latency, false, nil, false)
-	}
-	for _, sig := range e.table.Signals() {
-		if !e.table.Uses(sig) && sig.Builtin() {
-			s.States[sig] = levels.Off
-			delete(s.Values, sig)
-		}
-	}
-	return s
-}
-
-// recompute sets a window signal's value and state from the counts, as
-// the controller's sampling does: warming stays warming (with a value once
-// there are enough observations), otherwise available or absent. Without
-// counts (known false) a signal the recording had off stays off.
-func (e *engine) recompute(s levels.Sample, sig levels.Signal, enough bool, value func() float64, known bool) {
-	if !e.table.Uses(sig) {
-		return
-	}
-	st := s.States[sig]
-	if !known {
-		if st == levels.Off {
-			e.warn("off-"+string(sig), fmt.Sprintf("the candidate has thresholds for %s, which the recording has no values for", sig))
-		}
-		return
-	}
-	delete(s.Values, sig)
-	if enough {
-		s.Values[sig] = value()
-	}
-	switch {
-	case st == levels.Warming:
-	case enough:
-		s.States[sig] = levels.Available
-	default:
-		s.States[sig] = levels.Absent
-	}
 }
 
 func (e *engine) warn(key, msg string) {
@@ -381,7 +378,7 @@ func (e *engine) finish() {
 	e.recorded.advance(end, true)
 	e.res.Transitions, e.res.Flaps, e.res.TimeAtLevel = e.replayed.done()
 	e.res.Recorded, e.res.RecordedFlaps, e.res.RecordedTimeAtLevel = e.recorded.done()
-	for _, l := range e.table.Levels() {
+	for _, l := range e.m.Config().Table.Levels() {
 		if _, ok := e.res.TimeAtLevel[l.Name]; !ok {
 			e.res.TimeAtLevel[l.Name] = 0
 		}

@@ -82,7 +82,7 @@ func record(t *testing.T, cfg *config.Config, steps []step, act during) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "timeline")
 	synctest.Test(t, func(t *testing.T) {
-		table, err := cfg.Table()
+		machine, err := cfg.Machine()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,10 +93,8 @@ func record(t *testing.T, cfg *config.Config, steps []step, act during) string {
 		rec := timeline.New(timeline.Options{Dir: dir, Settings: timeline.Settings{Enabled: true}})
 		sampler := &cpu{}
 		sampler.set(steps[0].cpu)
-		ctrl, err := controller.New(controller.Options{Table: table, HealthCheckInterval: cfg.HealthCheckInterval, MinimumLevelDuration: cfg.MinimumLevelDuration,
-			EscalationDelay: cfg.EscalationDelay, EscalateAfter: cfg.EscalateAfter, MinThroughput: cfg.MinThroughput, Hysteresis: cfg.Hysteresis,
-			BlindHold: cfg.BlindHold, CPU: sampler, Errors: win, ErrorWindow: cfg.ErrorRateWindow, Recorder: rec,
-			Fleet: &controller.FleetInfo{Name: "shop", Instance: "a"}})
+		ctrl, err := controller.New(controller.Options{Table: machine.Table, Rules: machine.Rules, HealthCheckInterval: cfg.HealthCheckInterval, CPU: sampler,
+			Errors: win, ErrorWindow: cfg.ErrorRateWindow, Recorder: rec, Fleet: &controller.FleetInfo{Name: "shop", Instance: "a"}, Measured: cfg.Measured()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,23 +370,34 @@ func TestRange(t *testing.T) {
 	}
 }
 
-// TestUnappliedKeysWarned: keys that change what is measured are named in
-// one warning; a config that only tunes the rules gets none.
+// TestUnappliedKeysWarned: the keys that decide what is measured are
+// named where the candidate differs from what the recording measured with
+// (its start line says), and a candidate that measures alike gets no
+// warning, whatever its rules.
 func TestUnappliedKeysWarned(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
-	writeLines(t, path, tick(0, 0, 0, "Normal"))
-	tuned := config.Default()
+	start := tick(0, 0, 0, "Normal")
+	start.Trigger = levels.TriggerStart
+	start.Config = &levels.LineConfig{Measured: recorded(t).Measured()}
+	writeLines(t, path, start, tick(1, 0, 0, "Normal"))
+	tuned := recorded(t)
 	tuned.Hysteresis, tuned.MinimumLevelDuration = 0.2, time.Minute
 	if res, err := Run(Options{Config: tuned, Files: []string{path}}); err != nil || len(res.Warnings) != 0 {
-		t.Errorf("a config that only tunes the rules: warnings %q (%v), want none", res.Warnings, err)
+		t.Errorf("a candidate that only tunes the rules: warnings %q (%v), want none", res.Warnings, err)
 	}
-	res, err := Run(Options{Config: recorded(t), Files: []string{path}})
+	res, err := Run(Options{Config: config.Default(), Files: []string{path}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "not replayed, the recording measured with its own: health_check_interval, error_rate_window, signals.memory"
-	if len(res.Warnings) != 1 || res.Warnings[0] != want {
-		t.Errorf("warnings %q, want [%q]", res.Warnings, want)
+	for _, key := range []string{"health_check_interval (1s, the candidate has 30s)", "error_rate_window (10s, the candidate has 1m0s)",
+		"signals.memory (off, the candidate has host)"} {
+		want := "not replayed, the recording measured with its own " + key
+		if !slices.Contains(res.Warnings, want) {
+			t.Errorf("warnings %q, want %q", res.Warnings, want)
+		}
+	}
+	if len(res.Warnings) != 3 {
+		t.Errorf("warnings %q, want the three keys that differ", res.Warnings)
 	}
 }
 
@@ -425,7 +434,7 @@ func TestOverrideOfAMissingLevelWarns(t *testing.T) {
 	if len(res.Transitions) != 0 || len(res.Recorded) != 1 {
 		t.Errorf("replayed %v, recorded %v; want nothing replayed and the recorded pin", res.Transitions, res.Recorded)
 	}
-	want := "the recording's override names Panic, which the candidate has no level for: it is not replayed"
+	want := `the recording's override pin Panic is not replayed: invalid override: level: unknown level "Panic"`
 	if !slices.Contains(res.Warnings, want) {
 		t.Errorf("warnings %q, want %q", res.Warnings, want)
 	}

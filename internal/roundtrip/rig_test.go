@@ -11,6 +11,7 @@ import (
 
 	"github.com/degraded/degraded/client"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/errwindow"
 	rig "github.com/degraded/degraded/internal/daemon"
 	"github.com/degraded/degraded/internal/daemon/daemontest"
@@ -54,6 +55,7 @@ type daemon struct {
 func newDaemon(t testing.TB) *daemon {
 	t.Helper()
 	dd := daemontest.New(t, config, rig.Options{})
+	controllertest.Run(t, dd.Controller())
 	d := &daemon{t: t, ctl: dd.Controller(), win: dd.Window(), h: dd.Handler()}
 	tr := &http.Transport{DialContext: d.dial, MaxIdleConnsPerHost: 100}
 	d.http = &http.Client{Transport: tr}

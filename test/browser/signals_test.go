@@ -56,12 +56,14 @@ func customTable(t *testing.T, custom ...levels.Signal) *levels.Table {
 	return table
 }
 
-// latencyWindow is the error window with a fixed latency: p99 812.4ms
-// over 1500 observations.
+// latencyWindow is the error window with fixed latencies: 1460 at most
+// 500ms and 40 in (500, 1000], so that p99 is 812.5ms over 1500
+// observations.
 type latencyWindow struct{ *errwindow.Window }
 
-func (latencyWindow) Quantile(time.Time, float64) (ms float64, observations int64) {
-	return 812.4, 1500
+func (latencyWindow) LatencyCounts(time.Time) (c [levels.NumLatencyBuckets]int64) {
+	c[8], c[9] = 1460, 40
+	return c
 }
 
 var _ controller.LatencyWindow = latencyWindow{}
@@ -69,6 +71,8 @@ var _ controller.LatencyWindow = latencyWindow{}
 // pressure is a PSI source with fixed readings: CPU some avg10 12.5%
 // (avg60 8.4%), I/O absent, memory 3% (off: no level has a threshold).
 type pressure struct{}
+
+func (pressure) Instant() bool { return false }
 
 func (pressure) Read(context.Context, time.Time) []levels.Reading {
 	avg60 := 8.4
@@ -90,7 +94,7 @@ type customDaemon struct {
 }
 
 // startCustomDaemon runs a daemon with CPU (a wave), the error rate
-// (absent: no reports), latency (812.4ms), CPU pressure (12.5%), I/O
+// (absent: no reports), latency (812.5ms), CPU pressure (12.5%), I/O
 // pressure (absent), memory and memory pressure off, and the pushed custom signals queue_depth (ttl 1m), stale_jobs (a ttl of 1ns:
 // failed as soon as a value is pushed) and backlog_age (never pushed:
 // warming).
@@ -106,14 +110,7 @@ func startCustomDaemon(t *testing.T) *customDaemon {
 		{Name: "stale_jobs", TTL: time.Nanosecond},
 		{Name: "backlog_age", TTL: time.Minute},
 	}, nil)
-	d.opts = controller.Options{
-		Table:                customTable(t, "queue_depth", "stale_jobs", "backlog_age"),
-		HealthCheckInterval:  100 * time.Millisecond,
-		MinimumLevelDuration: time.Hour,
-		CPU:                  &wave{base: 38, amp: 12, period: 90},
-		Errors:               latencyWindow{window},
-		Sources:              []controller.Source{pressure{}, d.pushed},
-	}
+	d.opts = controller.Options{Table: customTable(t, "queue_depth", "stale_jobs", "backlog_age"), HealthCheckInterval: 100 * time.Millisecond, CPU: &wave{base: 38, amp: 12, period: 90}, Errors: latencyWindow{window}, Sources: []controller.Source{pressure{}, d.pushed}, Rules: levels.Rules{MinimumLevelDuration: time.Hour}}
 	ctrl, err := controller.New(d.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +194,7 @@ func TestDashboardSignalCards(t *testing.T) {
 
 	t.Run("latency and pressure cards", func(t *testing.T) {
 		p.waitFor("latency shows its value, observations and next threshold",
-			field("sig-latency_ms", "value")+` === '812.4ms' && `+field("sig-latency_ms", "detail")+` === '1500 observations in the window' && `+
+			field("sig-latency_ms", "value")+` === '812.5ms' && `+field("sig-latency_ms", "detail")+` === '1500 observations in the window' && `+
 				field("sig-latency_ms", "next-th")+` === '> 900ms'`, 3*time.Second)
 		p.waitFor("CPU pressure shows avg10, avg60 and Moderate's threshold",
 			field("sig-cpu_pressure_percent", "value")+` === '12.5%' && 'avg60 8.4%' === `+field("sig-cpu_pressure_percent", "detail")+` && `+
@@ -251,7 +248,7 @@ func TestDashboardSignalCards(t *testing.T) {
 		}, nil)
 		o := d.opts
 		o.Table = customTable(t, "queue_depth", "inflight")
-		if err := d.ctrl.Reconfigure(o); err != nil {
+		if err := d.ctrl.Reconfigure(o, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		d.push(t, "inflight", 12.5)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/levels"
 	"github.com/degraded/degraded/signals"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -268,13 +269,13 @@ func (c *contract) checkCoverage(t *testing.T) {
 	}
 }
 
-// failingStore loads nothing and saves only once, at start: the disk
-// fills up after the controller reserved its sequence numbers.
-type failingStore struct{ saved *atomic.Bool }
+// failingStore loads nothing and saves until full is set: the disk fills
+// up after the controller reserved its sequence numbers.
+type failingStore struct{ full *atomic.Bool }
 
-func (failingStore) Load() (*controller.Persisted, error) { return nil, nil }
+func (failingStore) Load() (*controller.Persisted, bool, error) { return nil, false, nil }
 func (f failingStore) Save(*controller.Persisted) error {
-	if f.saved.Swap(true) {
+	if f.full.Load() {
 		return errors.New("disk full")
 	}
 	return nil
@@ -290,7 +291,7 @@ func TestOpenAPI(t *testing.T) {
 	pushed := &signals.Pushed{}
 	pushed.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95"})
 	tl := &fakeTimeline{}
-	r := newRig(t, api.Deps{Timeline: tl, Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func() error {
+	r := newIdleRig(t, api.Deps{Timeline: tl, Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func(string) error {
 		if badConfig.Load() {
 			return errBadConfig
 		}
@@ -325,7 +326,15 @@ func TestOpenAPI(t *testing.T) {
 			})
 		}
 	}
-	check := func() { r.c.Check(context.Background()) }
+	started := false
+	check := func() {
+		if !started {
+			started = true
+			controllertest.Run(t, r.c) // the first health check
+			return
+		}
+		r.c.Check(context.Background())
+	}
 
 	// Before the first health check.
 	run(
@@ -521,7 +530,7 @@ func TestOpenAPI(t *testing.T) {
 
 	// Without an admin token, a Host that is not loopback, the listen host
 	// or allowed is 421 on every operation (DNS rebinding).
-	open := newRig(t, api.Deps{Reload: func() error { return nil }, Timeline: &fakeTimeline{}})
+	open := newRig(t, api.Deps{Reload: func(string) error { return nil }, Timeline: &fakeTimeline{}})
 	openSrv := httptest.NewServer(open.h)
 	defer openSrv.Close()
 	for path, item := range c.doc.Paths.Map() {
@@ -535,16 +544,23 @@ func TestOpenAPI(t *testing.T) {
 	}
 	openSrv.Client().CloseIdleConnections()
 
-	// A state file that cannot be written: the change is in force but 500.
-	ctrl, err := controller.New(controller.Options{Table: testTable(t), Store: failingStore{new(atomic.Bool)}})
+	// A state file that cannot be written: the change is not applied, 503.
+	full := new(atomic.Bool)
+	ctrl, err := controller.New(controller.Options{Table: testTable(t), Store: failingStore{full}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	controllertest.Run(t, ctrl)
+	if _, err := ctrl.SetOverride(controller.OverrideRequest{Level: "Minor", Mode: controller.ModePin, TTL: time.Hour, Reason: "before the disk filled"}); err != nil {
+		t.Fatal(err)
+	}
+	full.Store(true)
+	t.Cleanup(func() { full.Store(false) }) // the disk is freed before the final save
 	unsaved := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: &window{}}))
 	defer unsaved.Close()
 	for _, ex := range []exchange{
-		{name: "override not saved", method: "PUT", target: "/v1/override", body: override, want: 500},
-		{name: "clear not saved", method: "DELETE", target: "/v1/override", want: 500},
+		{name: "override not saved", method: "PUT", target: "/v1/override", body: override, want: 503},
+		{name: "clear not saved", method: "DELETE", target: "/v1/override", want: 503},
 	} {
 		t.Run(ex.name, func(t *testing.T) { c.do(t, unsaved.Client(), unsaved.URL, ex) })
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -63,7 +64,18 @@ type rig struct {
 	h      http.Handler
 }
 
+// newRig is an API over a running controller that health-checks only
+// when the test asks (its first check ran at the start).
 func newRig(t testing.TB, d api.Deps) *rig {
+	t.Helper()
+	r := newIdleRig(t, d)
+	controllertest.Run(t, r.c)
+	return r
+}
+
+// newIdleRig is newRig before the controller runs: no health check yet
+// (controllertest.Run makes the first).
+func newIdleRig(t testing.TB, d api.Deps) *rig {
 	t.Helper()
 	win, reg, tokens := &window{}, prometheus.NewRegistry(), new(atomic.Pointer[api.Tokens])
 	tab := testTable(t)
@@ -72,7 +84,8 @@ func newRig(t testing.TB, d api.Deps) *rig {
 		names = append(names, l.Name)
 	}
 	m := api.NewMetrics(reg, names)
-	c, err := controller.New(controller.Options{Table: tab, Errors: win, Observer: m, MinimumLevelDuration: time.Minute, Hysteresis: 0.1})
+	c, err := controller.New(controller.Options{Table: tab, Errors: win, Observer: m, HealthCheckInterval: 1000 * time.Hour,
+		Rules: levels.Rules{MinimumLevelDuration: time.Minute, Hysteresis: 0.1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +98,7 @@ func newRig(t testing.TB, d api.Deps) *rig {
 // setShadow reloads the controller in shadow mode or back to enforce.
 func (r *rig) setShadow(t testing.TB, shadow bool) {
 	t.Helper()
-	if err := r.c.Reconfigure(controller.Options{Table: testTable(t), Errors: r.win, MinimumLevelDuration: time.Minute, Hysteresis: 0.1, Shadow: shadow}); err != nil {
+	if err := r.c.Reconfigure(controller.Options{Table: testTable(t), Errors: r.win, Rules: levels.Rules{MinimumLevelDuration: time.Minute, Hysteresis: 0.1, Shadow: shadow}}, "alice"); err != nil {
 		t.Fatal(err)
 	}
 }

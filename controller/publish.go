@@ -1,0 +1,150 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/degraded/degraded/levels"
+)
+
+// holdLogEvery is how often holding at the sequence ceiling is logged.
+const holdLogEvery = time.Minute
+
+// changed completes an input of the machine: the line recorded, the new
+// state published (each history entry is one sequence step, a change of
+// the partial admission alone one more), and a durable change saved. A
+// save that fails is logged and retried on the next health check.
+func (c *Controller) changed(now time.Time, out levels.Output, l levels.Line) {
+	c.record(l)
+	c.publish(now, out)
+	if len(out.Entries) > 0 {
+		c.run.dirty = true
+	}
+	if c.run.dirty || c.reserveDue() {
+		_ = c.save(false) // save logs
+	}
+}
+
+// numbered turns entries into history entries numbered from seq + 1 at
+// now, and returns them with the sequence the document then has (one
+// step more for a change of the partial admission alone).
+func numbered(seq uint64, now time.Time, out levels.Output) ([]Transition, uint64) {
+	ts := make([]Transition, len(out.Entries))
+	for i, e := range out.Entries {
+		seq++
+		ts[i] = Transition{Sequence: seq, From: e.From, To: e.To, Source: e.Source, Reason: e.Reason, Actor: e.Actor, At: now.UTC()}
+	}
+	if len(ts) == 0 && out.Admission {
+		seq++
+	}
+	return ts, seq
+}
+
+// publish stores the state document after an input. A change of the
+// document takes sequence steps; while those would pass the reserved
+// ceiling (saves are failing), the published state is held, with an ERROR
+// each minute, and the change waits for the next save that succeeds: a
+// sequence a reader has seen never names another state after a restart.
+func (c *Controller) publish(now time.Time, out levels.Output) {
+	r := &c.run
+	steps := len(out.Entries)
+	if steps == 0 && out.Admission {
+		steps = 1
+	}
+	if steps > 0 || r.heldSteps > 0 {
+		ts, _ := numbered(0, now, out)
+		r.held = append(r.held, ts...)
+		r.heldSteps += steps
+		if r.seq+uint64(r.heldSteps) > r.ceiling {
+			if now.Sub(r.holdLog) >= holdLogEvery {
+				r.holdLog = now
+				c.log.Error("state not published: the state file cannot be saved, and publishing would pass the reserved sequence ceiling",
+					"sequence", r.seq, "ceiling", r.ceiling, "changes_held", r.heldSteps)
+			}
+			return
+		}
+	}
+	prev := c.state.Load()
+	moves := c.flushHeld()
+	st := c.build()
+	c.state.Store(st)
+	if prev == nil || st.Sequence != prev.Sequence {
+		c.levelCh.broadcast()
+	}
+	c.announce(st, moves)
+}
+
+// flushHeld numbers the held changes and adds them to the history,
+// returning them.
+func (c *Controller) flushHeld() []Transition {
+	r := &c.run
+	if r.heldSteps == 0 {
+		return nil
+	}
+	moves := r.held
+	for i := range moves {
+		r.seq++
+		moves[i].Sequence = r.seq
+	}
+	r.seq += uint64(r.heldSteps - len(moves))
+	r.held, r.heldSteps = nil, 0
+	c.mu.Lock()
+	c.history = append(c.history, moves...)
+	if len(c.history) > HistoryLimit {
+		c.history = append(c.history[:0], c.history[len(c.history)-HistoryLimit:]...)
+	}
+	c.mu.Unlock()
+	return moves
+}
+
+// announce tells the observer and the log about a published state and
+// the history entries it made.
+func (c *Controller) announce(st *State, moves []Transition) {
+	if c.observer != nil {
+		c.observer.Published(st)
+	}
+	for _, m := range moves {
+		if m.From != m.To {
+			c.log.Info("level changed", "from", m.From, "to", m.To, "source", m.Source, "reason", m.Reason, "actor", m.Actor, "sequence", m.Sequence)
+			if c.observer != nil {
+				c.observer.Transition(m.From, m.To, m.Source)
+			}
+		} else {
+			c.log.Info("state changed", "level", m.To, "source", m.Source, "reason", m.Reason, "actor", m.Actor, "sequence", m.Sequence)
+		}
+	}
+}
+
+// build assembles the state document from the machine.
+func (c *Controller) build() *State {
+	r := &c.run
+	t := r.opts.Table
+	p := r.m.Published()
+	l := t.Level(p.Index)
+	st := &State{
+		Level:              l.Name,
+		Index:              p.Index,
+		PriorityThreshold:  l.PriorityThreshold,
+		DisabledFeatures:   t.DisabledFeatures(p.Index),
+		Source:             p.Source,
+		Recommended:        t.Level(p.Recommended).Name,
+		Reason:             p.Reason,
+		Since:              p.Since.UTC(),
+		EarliestRecoveryAt: p.EarliestRecoveryAt,
+		Sequence:           r.seq,
+		Override:           p.Override,
+		Partial:            p.Partial,
+		Shadow:             p.Shadow,
+		Signals:            p.Signals,
+		Blind:              p.Blind,
+		JitterR:            p.JitterR,
+		ready:              r.m.Ready(),
+		fleetOvr:           p.Fleet,
+	}
+	if fi := r.opts.Fleet; fi != nil {
+		st.Fleet = &FleetState{Name: fi.Name, Instance: fi.Instance, Override: p.Fleet}
+		if fi.Connected != nil {
+			st.Fleet.Connected = fi.Connected()
+		}
+	}
+	return st
+}

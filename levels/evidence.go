@@ -1,0 +1,249 @@
+package levels
+
+import (
+	"maps"
+	"math"
+	"time"
+)
+
+// reporterTTL is how long a reporter's last account of its offered load
+// counts after it arrived, at least: a client that stopped reporting
+// stops counting. A reporter whose interval is longer counts for three of
+// its intervals.
+const reporterTTL = 3 * time.Second
+
+// maxReporters bounds the reporters the law remembers; beyond it, the
+// least recently heard one is forgotten.
+const maxReporters = 256
+
+// offeredTau is the time constant of a reporter's offered load: its
+// reports are averaged with weights decaying by e over offeredTau, so that
+// the short interval a client reports when the state changes is not read
+// as the rate.
+const offeredTau = 2 * time.Second
+
+// reporter is what the law remembers of one client: the requests it was
+// offered by priority and the time they cover, both decayed (offeredTau).
+// It is a value: a new report makes a new one.
+type reporter struct {
+	at      time.Time
+	ttl     time.Duration
+	counts  map[int]float64
+	seconds float64
+}
+
+// with is the reporter after a report of counts over seconds.
+func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, seconds float64) reporter {
+	w := math.Exp(-seconds / offeredTau.Seconds())
+	n := reporter{at: at, ttl: ttl, counts: make(map[int]float64, max(len(r.counts), len(counts))), seconds: r.seconds*w + seconds}
+	for p, c := range r.counts {
+		n.counts[p] = c * w
+	}
+	for p, c := range counts {
+		n.counts[p] += float64(c)
+	}
+	return n
+}
+
+// freshSpan bounds the fresh evidence the law accumulates: once the
+// fresh reports cover more than it, they start again from the newest, so
+// the law judges the last few seconds, not everything since its last
+// change.
+const freshSpan = 5 * time.Second
+
+// evidence is what one evaluation's reports say.
+type evidence struct {
+	// offered is the live reporters' offered load, requests per second by
+	// priority; sized reports whether there is any, so that the law can
+	// size a step.
+	offered map[int]float64
+	sized   bool
+	// fresh reports whether the reports judged wholly after the last
+	// change of the automatic admission (accumulated until there are
+	// enough to judge: min_throughput) say something of the load; the
+	// rest is read from them only.
+	fresh bool
+	// over says the service is overloaded: a fresh latency or failure
+	// ratio above the lowest threshold of its signal, or a sampled signal
+	// (cpu, memory, pressure, custom) above its lowest threshold. quiet
+	// says every such signal is below half the threshold, idle below a
+	// quarter.
+	over, quiet, idle bool
+	// success and admitted are the fresh reports' completions and
+	// admitted requests per second; seconds the time they cover.
+	success, admitted float64
+	seconds           float64
+	// why names what made over true, for reasons.
+	why string
+}
+
+// observe takes an evaluation's reports into the reporters and returns
+// what they say. It replaces the reporters' map rather than changing it.
+func (l *law) observe(c Config, in Input) evidence {
+	var ev evidence
+	fresh := l.fresh
+	if fresh.start.Before(l.changedAt) {
+		fresh = freshCounts{} // evidence of the state before the last change
+	}
+	reporters := l.reporters
+	copied := false
+	for _, r := range in.Reports {
+		a := r.Admission
+		if a == nil || !(a.Seconds > 0) {
+			continue
+		}
+		if !copied {
+			reporters, copied = maps.Clone(l.reporters), true
+			if reporters == nil {
+				reporters = map[string]reporter{}
+			}
+		}
+		span := time.Duration(a.Seconds * float64(time.Second))
+		reporters[a.Reporter] = reporters[a.Reporter].with(r.At, max(reporterTTL, 3*span), a.Offered, a.Seconds)
+		if start := r.At.Add(-span); !start.Before(l.changedAt) {
+			if !fresh.start.IsZero() && r.At.Sub(fresh.start) > freshSpan {
+				fresh = freshCounts{}
+			}
+			fresh.add(r, start, a.Reporter, a.Seconds)
+		}
+	}
+	if copied || len(reporters) > 0 {
+		reporters = l.forget(reporters, copied, in.At)
+	}
+	l.reporters = reporters
+	ev.offered = map[int]float64{}
+	var observed float64
+	for _, rep := range l.reporters {
+		for p, n := range rep.counts {
+			ev.offered[p] += n / rep.seconds
+			observed += n
+		}
+	}
+	ev.sized = observed > 0 && observed >= float64(c.Rules.MinThroughput)
+	l.fresh = fresh
+	if span := fresh.span(); span > 0 {
+		var judged bool
+		ev.over, ev.quiet, ev.idle, judged, ev.why = load(c, in.Sample, fresh)
+		if judged {
+			ev.fresh = true
+			ev.success, ev.admitted, ev.seconds = fresh.success/span, (fresh.success+fresh.failure)/span, span
+		}
+	}
+	return ev
+}
+
+// forget drops the reporters not heard from within their ttl, and the
+// least recently heard beyond maxReporters. It copies the map before
+// changing it unless copied says it already is a copy.
+func (l *law) forget(reporters map[string]reporter, copied bool, now time.Time) map[string]reporter {
+	drop := func(id string) {
+		if !copied {
+			reporters, copied = maps.Clone(reporters), true
+		}
+		delete(reporters, id)
+	}
+	for id, rep := range reporters {
+		if now.Sub(rep.at) > rep.ttl {
+			drop(id)
+		}
+	}
+	for len(reporters) > maxReporters {
+		oldest, at := "", now
+		for id, rep := range reporters {
+			if rep.at.Before(at) || oldest == "" {
+				oldest, at = id, rep.at
+			}
+		}
+		drop(oldest)
+	}
+	return reporters
+}
+
+// freshCounts sums the fresh reports: those whose interval started after
+// the last change of the automatic admission. It is a value: add replaces
+// its map rather than changing it.
+type freshCounts struct {
+	start            time.Time // the earliest interval start
+	success, failure float64
+	latency          [NumLatencyBuckets]int64
+	hasLatency       bool
+	// seconds is the time each reporter's reports cover: the span of the
+	// counts is the longest, since several clients report over the same
+	// time.
+	seconds map[string]float64
+}
+
+func (f *freshCounts) add(r Report, start time.Time, reporter string, seconds float64) {
+	if f.start.IsZero() || start.Before(f.start) {
+		f.start = start
+	}
+	f.success += float64(r.Success)
+	f.failure += float64(r.Failure)
+	if len(r.Latency) > 0 {
+		f.hasLatency = true
+		for i := range min(len(r.Latency), NumLatencyBuckets) {
+			f.latency[i] += r.Latency[i]
+		}
+	}
+	m := make(map[string]float64, len(f.seconds)+1)
+	maps.Copy(m, f.seconds)
+	m[reporter] += seconds
+	f.seconds = m
+}
+
+// span is the time the counts cover.
+func (f *freshCounts) span() float64 {
+	var s float64
+	for _, v := range f.seconds {
+		s = max(s, v)
+	}
+	return s
+}
+
+// load judges the fresh counts and the sample against the lowest
+// threshold of each signal: over when one exceeds it, quiet when all are
+// below half of it, idle below a quarter; judged is false when no signal
+// could be judged (too few observations, no thresholds).
+func load(c Config, s Sample, f freshCounts) (over, quiet, idle, judged bool, why string) {
+	t := c.Table
+	quiet, idle = true, true
+	judge := func(sig Signal, v float64) {
+		th, ok := t.lowestThreshold(sig)
+		if ok {
+			judged = true
+		}
+		switch {
+		case !ok:
+		case v > th:
+			if !over {
+				tr := Trigger{Signal: sig, Value: v, Threshold: th, Level: t.Level(t.lowestLevel(sig)).Name}
+				if sig == Latency {
+					tr.Label = "latency " + QuantileLabel(t.LatencyQuantile())
+				}
+				why = tr.String()
+			}
+			over, quiet, idle = true, false, false
+		case v > th/2:
+			quiet, idle = false, false
+		case v > th/4:
+			idle = false
+		}
+	}
+	if n := f.success + f.failure; n > 0 && n >= float64(c.Rules.MinThroughput) {
+		judge(ErrorRate, f.failure/n*100)
+	}
+	if f.hasLatency {
+		if ms, n := QuantileOf(f.latency[:], t.LatencyQuantile()); n > 0 && n >= c.Rules.MinThroughput {
+			judge(Latency, ms)
+		}
+	}
+	for _, sig := range t.Signals() {
+		if sig == ErrorRate || sig == Latency {
+			continue // the window lags: the fresh reports say what the last change did
+		}
+		if v, ok := s.Value(sig); ok {
+			judge(sig, v)
+		}
+	}
+	return over, quiet && judged, idle && judged, judged, why
+}

@@ -35,15 +35,20 @@ func (f *Fleet) SetOverride(ctx context.Context, o Override) (OverrideUpdate, er
 	e := AuditEntry{Action: ActionSet, Level: o.Level, Mode: o.Mode, TTL: o.TTL.String(), Reason: o.Reason,
 		Instance: o.Instance, Actor: o.Actor, At: o.SetAt, ExpiresAt: &exp}
 	var rev int64
+	lease := clientv3.NoLease // granted once: a try on another member reuses it
 	err = f.do(ctx, "write the fleet override", func(ctx context.Context, cli *clientv3.Client) error {
-		lease, err := cli.Grant(ctx, int64((o.TTL+time.Second-1)/time.Second))
-		if err != nil {
-			return err
+		if lease == clientv3.NoLease {
+			resp, err := cli.Grant(ctx, int64((o.TTL+time.Second-1)/time.Second))
+			if err != nil {
+				return err
+			}
+			lease = resp.ID
 		}
-		// On an error the new lease is left to run out: the transaction
-		// may have committed all the same, and revoking it would delete
-		// the key.
-		rev, err = f.audited(ctx, cli, e, clientv3.OpPut(f.keys.override(), string(b), clientv3.WithLease(lease.ID)), b, lease.ID)
+		// On an error the lease is left to run out: the transaction may
+		// have committed all the same, and revoking it would delete the
+		// key.
+		var err error
+		rev, err = f.audited(ctx, cli, e, clientv3.OpPut(f.keys.override(), string(b), clientv3.WithLease(lease)), b, lease)
 		return err
 	})
 	if err != nil {

@@ -8,50 +8,50 @@ import (
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/fleet"
+	"github.com/degraded/degraded/levels"
 )
 
 // errRefused wraps the error of a fleet override that was refused (and
 // logged, counted and shown as such).
 var errRefused = errors.New("fleet override refused")
 
-// apply hands one fleet override update to the controller. An override
-// this instance cannot follow (refused by the fleet package, or naming a
-// level, mode or reason the controller refuses) is refused loudly: an
-// ERROR, degraded_fleet_override_refused_total, and /v1/fleet's
-// override_refused; the controller then gets "no fleet override" at that
-// revision, so the fleet layer is dropped and never left at an override
-// etcd no longer holds. An override already over by this instance's clock
-// is logged and ends the layer likewise. The ttl is clamped to
-// max_override_ttl as a local one is. watched is false for the update of
-// this instance's own PUT or DELETE, which never carries a rollback.
+// apply hands one fleet override update to the controller, which checks
+// a fleet override as a local one (a level its table has, pin or floor,
+// a reason of 1 to 500 characters, the ttl clamped to max_override_ttl).
+// One this instance cannot follow (refused by the fleet package, or by
+// the controller) is refused loudly: an ERROR, a count in
+// degraded_fleet_override_refused_total, and /v1/fleet's
+// override_refused; either way the fleet layer in force, which etcd no
+// longer holds, is dropped. One already expired by this instance's clock
+// is logged, and ends the layer likewise. watched is false for the update
+// of this instance's own PUT or DELETE, which never carries a rollback.
 func (s *fleetService) apply(u fleet.OverrideUpdate, watched bool) error {
 	now := time.Now()
-	cu := controller.FleetUpdate{Revision: u.Revision, Expired: u.Expired}
+	cu := controller.FleetUpdate{Revision: u.Revision, Expired: u.Expired, Actor: u.Actor}
 	if watched {
 		s.mu.Lock()
 		cu.Reset = u.Epoch != s.epoch
 		s.epoch = u.Epoch
 		s.mu.Unlock()
 	}
-	refusal := u.Refused
-	if o := u.Override; o != nil && refusal == nil {
-		var co *controller.Override
-		co, cu.TTL, refusal = s.check(*o, u.Revision, now)
-		switch {
-		case refusal != nil:
-		case !now.Before(co.ExpiresAt):
-			s.log.Warn("fleet: a fleet override arrived already expired by this instance's clock; not applied (check the clocks)",
-				"revision", u.Revision, "level", o.Level, "actor", o.Actor, "expires_at", o.ExpiresAt)
-			cu.Expired, cu.TTL = true, 0
-		default:
-			cu.Override = co
+	if o := u.Override; o != nil && u.Refused == nil {
+		cu.Override = &controller.Override{Level: o.Level, Mode: controller.Mode(o.Mode), Reason: o.Reason, SetAt: o.SetAt,
+			ExpiresAt: o.ExpiresAt, Actor: o.Actor}
+		cu.TTL = o.TTL
+		if most := s.maxTTL(); o.TTL > most || o.ExpiresAt.After(now.Add(most)) {
+			s.log.Info("fleet: a fleet override's ttl is clamped to max_override_ttl", "revision", u.Revision, "ttl", o.TTL, "max_override_ttl", most)
 		}
 	}
 	_, err := s.ctrl.ApplyFleet(cu)
-	if errors.Is(err, controller.ErrInvalidOverride) {
-		refusal = err
-		cu.Override, cu.TTL = nil, 0
-		_, err = s.ctrl.ApplyFleet(cu) // drop the layer; a no-op once the controller did
+	refusal := u.Refused
+	switch {
+	case errors.Is(err, controller.ErrInvalidOverride):
+		refusal, err = err, nil
+	case errors.Is(err, levels.ErrExpiredOverride):
+		o := u.Override
+		s.log.Warn("fleet: a fleet override arrived already expired by this instance's clock; not applied (check the clocks)",
+			"revision", u.Revision, "level", o.Level, "actor", o.Actor, "expires_at", o.ExpiresAt)
+		err = nil
 	}
 	if refusal != nil {
 		s.refuse(u, refusal, now)
@@ -66,26 +66,6 @@ func (s *fleetService) apply(u fleet.OverrideUpdate, watched bool) error {
 		s.mu.Unlock()
 	}
 	return err
-}
-
-// check validates a fleet override against this instance's table and
-// limits, as a local one is, and returns it for the controller with the
-// ttl clamped to max_override_ttl.
-func (s *fleetService) check(o fleet.Override, rev int64, now time.Time) (*controller.Override, time.Duration, error) {
-	ttl := o.TTL
-	if most := s.maxTTL(); ttl > most || o.ExpiresAt.After(now.Add(most)) {
-		s.log.Info("fleet: a fleet override's ttl is clamped to max_override_ttl", "revision", rev, "ttl", o.TTL, "max_override_ttl", most)
-		ttl = min(ttl, most)
-		if o.ExpiresAt.After(now.Add(most)) {
-			o.ExpiresAt = now.Add(most).UTC()
-		}
-	}
-	req, err := s.ctrl.CheckOverride(controller.OverrideRequest{Level: o.Level, Mode: controller.Mode(o.Mode),
-		TTL: max(ttl, time.Second), Reason: o.Reason, Actor: o.Actor})
-	if err != nil {
-		return nil, 0, err
-	}
-	return &controller.Override{Level: req.Level, Mode: req.Mode, Reason: o.Reason, SetAt: o.SetAt, ExpiresAt: o.ExpiresAt, Actor: o.Actor}, ttl, nil
 }
 
 // refuse records and reports a refused fleet override.

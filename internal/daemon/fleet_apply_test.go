@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,10 @@ func TestFleetUpdatesAreCheckedBeforeTheyApply(t *testing.T) {
 		"fleet: {enabled: true, name: shop, instance: web-1, etcd: {endpoints: [http://127.0.0.1:1]}}\n")
 	var log lockedBuffer
 	d := startFromFile(t, path, Options{Log: &log})
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- d.Controller().Run(ctx) }() // the controller's goroutine applies the updates
+	t.Cleanup(func() { cancel(); <-ran })
 	s := d.fleet
 	now := time.Now()
 	pin := func(level string, ttl time.Duration, setAt time.Time) *fleet.Override {

@@ -159,7 +159,7 @@ func TestReloadRemapsTheFleetOverrideByName(t *testing.T) {
 
 	a.rewrite(t, yaml("Minor", "Moderate", "Major", "Severe"))
 	before := seq()
-	if err := a.Reload(); err != nil {
+	if err := a.Reload("admin"); err != nil {
 		t.Fatalf("reload inserting Moderate: %v", err)
 	}
 	if st := level(t, a.Rig); st.Level != "Major" || st.Index != 3 || st.Source != "fleet" {
@@ -170,7 +170,7 @@ func TestReloadRemapsTheFleetOverrideByName(t *testing.T) {
 	}
 
 	a.rewrite(t, yaml("Minor", "Moderate"))
-	err := a.Reload()
+	err := a.Reload("admin")
 	if err == nil || !strings.Contains(err.Error(), "Major") || !strings.Contains(err.Error(), "fleet") {
 		t.Errorf("reload dropping the fleet pin's level: %v, want it refused naming the fleet override of Major", err)
 	}
@@ -180,7 +180,7 @@ func TestReloadRemapsTheFleetOverrideByName(t *testing.T) {
 	if code, body := call(t, "DELETE", a.URL+"/v1/fleet/override", ""); code != http.StatusOK {
 		t.Fatalf("DELETE: %d %s", code, body)
 	}
-	if err := a.Reload(); err != nil {
+	if err := a.Reload("admin"); err != nil {
 		t.Errorf("the same reload once the fleet pin is cleared: %v", err)
 	}
 	if st := level(t, a.Rig); st.Index > 2 {

@@ -278,6 +278,20 @@ func TestDaemonsFollowTheFleetOverride(t *testing.T) {
 			st := level(t, d)
 			return st.Source == "auto" && st.Reason == "fleet override cleared: INC-42"
 		})
+		// Every instance records who set and who cleared it (no token is
+		// configured here: anonymous), not only the one asked.
+		_, body := call(t, "GET", d.URL+"/v1/history?limit=10", "")
+		var hist struct {
+			Transitions []struct{ Reason, Actor string } `json:"transitions"`
+		}
+		_ = json.Unmarshal([]byte(body), &hist)
+		actors := map[string]string{}
+		for _, tr := range hist.Transitions {
+			actors[tr.Reason] = tr.Actor
+		}
+		if actors["fleet override set: pin Major for 15m0s: INC-42"] != "anonymous" || actors["fleet override cleared: INC-42"] != "anonymous" {
+			t.Errorf("daemon %d's history names %v, want the set and the clear by anonymous", i, actors)
+		}
 	}
 	_, body = call(t, "GET", ds[1].URL+"/v1/fleet/history?limit=10", "")
 	var h struct {

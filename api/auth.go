@@ -36,40 +36,69 @@ var authRoutes = []string{routeOutcomes, routeSignals, routeOverride, routeFleet
 // refusalLogEvery is how often at most a refused request is logged per route.
 const refusalLogEvery = 10 * time.Second
 
+// Operator is a named admin token: see Tokens.Operators.
+type Operator struct {
+	Name, Token string
+}
+
 // requireToken checks the bearer token of the given kind in constant time;
-// an empty configured token leaves the endpoint open. Report routes also
-// accept the admin token. A refused request
-// is counted for route and logged at WARN, at most once per 10s per route.
+// an empty configured token leaves the endpoint open. Admin routes take
+// the admin token or an operator's; report routes take the report token
+// or any of those. The request's context carries who made it (see
+// actorOf). A refused request is counted for route and logged at WARN, at
+// most once per 10s per route.
 func (s *server) requireToken(kind tokenKind, route string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tokens := s.Tokens()
-			want, also := tokens.Admin, ""
-			if kind == reportToken {
-				// Report routes take the report token or the admin token.
-				want, also = tokens.Report, tokens.Admin
+			got, sent := bearer(r)
+			var actor string // "" until a token (or the lack of one) lets the request in
+			if sent {
+				actor = tokens.admin(got)
 			}
-			actor := controller.ActorAnonymous
-			if want != "" {
-				got, ok := bearer(r)
-				if !ok || !(tokenEqual(got, want) || also != "" && tokenEqual(got, also)) {
-					s.refused(route, r, ok)
-					w.Header().Set("WWW-Authenticate", `Bearer realm="degraded"`)
-					writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-					return
+			switch kind {
+			case adminToken:
+				if tokens.Admin == "" && len(tokens.Operators) == 0 {
+					actor = controller.ActorAnonymous // no admin token configured: open
 				}
-				actor = "admin"
+			case reportToken:
+				if actor == "" && (tokens.Report == "" || sent && tokenEqual(got, tokens.Report)) {
+					actor = controller.ActorAnonymous // a service: report routes make no history
+				}
+			}
+			if actor == "" {
+				s.refused(route, r, sent)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="degraded"`)
+				writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
 		})
 	}
 }
 
+// admin names whom the bearer token got belongs to among the admin
+// tokens: "admin" for Admin, an operator's name, or "" for none of them.
+// Every token is compared, each in constant time, whichever matches.
+func (t Tokens) admin(got string) string {
+	var actor string
+	if t.Admin != "" && tokenEqual(got, t.Admin) {
+		actor = "admin"
+	}
+	for _, o := range t.Operators {
+		if tokenEqual(got, o.Token) && actor == "" {
+			actor = o.Name
+		}
+	}
+	return actor
+}
+
 // actorKey is the request context's key of the actor requireToken found.
 type actorKey struct{}
 
-// actorOf names who made the request, for the history: "admin" for the
-// admin token, "anonymous" where no token is configured.
+// actorOf names who made the request, for the history: an operator's
+// name for their token, "admin" for the admin token, "anonymous" where no
+// admin token is configured.
 func actorOf(r *http.Request) string {
 	if a, ok := r.Context().Value(actorKey{}).(string); ok {
 		return a

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,8 +19,10 @@ import (
 // the socket does not take waits in hubConn.pending, which is a tail of the
 // shared event and never more than one event; a stream that has unsent
 // bytes (pending, or in its 16 KiB kernel send buffer) for WriteTimeout is
-// dropped. run ends when Deps.Shutdown closes, closing every stream, or
-// when no stream is left.
+// dropped. A subscriber that closes or resets its end is noticed at once
+// by a watcher (hangups) and at every check. Streams over TLSListener's
+// TLS are served the same way. run ends when Deps.Shutdown closes, closing
+// every stream, or when no stream is left.
 type hub struct {
 	s *server
 
@@ -28,19 +31,28 @@ type hub struct {
 	running bool          // run is started and has not decided to end
 	done    chan struct{} // closed when the latest run ends
 	closed  bool          // Shutdown was seen: no stream is adopted any more
+	watch   *hangups      // the latest run's; nil if none could be had
+
+	// wake tells run that the watcher saw a subscriber leave (buffered:
+	// a wake-up waiting is enough).
+	wake chan struct{}
 }
 
 // hubConn is one hijacked stream. Only the hub's goroutines touch it after
-// adopt, one at a time.
+// adopt, one at a time, except hangup, which the hangups watcher sets.
 type hubConn struct {
-	conn    net.Conn // closing it frees the connection's limit slot
-	sock    socket
+	conn    net.Conn  // closing it frees the connection's limit slot
+	tls     *tlsBase  // under conn (a *tls.Conn) for a TLS stream; nil for plain
+	sock    socket    // the TCP socket
 	samples bool      // ?samples=1
 	seq     uint64    // sequence of the last level event sent or pending
-	pending []byte    // unsent tail of an event frame
+	pending []byte    // unsent tail of an event frame (plain streams)
 	stuck   time.Time // since when it has had unsent bytes; zero if none
 	ended   bool      // the hub must drop it, for reason
 	reason  string
+	watch   *hangups    // the watcher that has it, if any
+	id      uint64      // its key in watch
+	hangup  atomic.Bool // the subscriber closed or reset its end
 }
 
 const (
@@ -68,18 +80,25 @@ func chunk(p []byte) []byte {
 	return append(b, "\r\n"...)
 }
 
-// adopt hijacks a plain HTTP/1.1 stream, writes its head, `retry: 2000` and
-// the current state, and hands it to the hub. It returns false, having
-// touched nothing, when the stream cannot be hijacked or is not on TCP
-// (HTTP/2, TLS, HTTP/1.0, a ResponseWriter without Hijack, an in-memory
-// listener, a platform without the socket calls), so that the caller
-// serves it itself. Once it returns true the
-// stream's counts are the hub's to release.
+// adopt hijacks an HTTP/1.1 stream, plain or over TLSListener's TLS,
+// writes its head, `retry: 2000` and the current state, and hands it to
+// the hub. It returns false, having touched nothing, when the stream
+// cannot be hijacked or is not on TCP (HTTP/2, TLS from another listener,
+// HTTP/1.0, a ResponseWriter without Hijack, an in-memory listener, a
+// platform without the socket calls), so that the caller serves it
+// itself. Once it returns true the stream's counts are the hub's to
+// release.
 func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
-	if !socketsSupported || r.TLS != nil || r.ProtoMajor != 1 || r.ProtoMinor != 1 {
+	if !socketsSupported || r.ProtoMajor != 1 || r.ProtoMinor != 1 {
 		return false
 	}
-	if _, tcp := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); !tcp {
+	switch r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		if r.TLS != nil {
+			return false // TLS from a listener of another kind
+		}
+	case tlsAddr: // TLSListener's
+	default:
 		return false // an in-memory network, a Unix socket: no TCP socket to serve
 	}
 	conn, _, err := http.NewResponseController(w).Hijack()
@@ -87,7 +106,7 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s := h.s
-	sock, err := newSocket(conn)
+	sock, base, err := newSocket(conn)
 	if err != nil {
 		// A listener that wraps TCP connections in a type of its own: the
 		// stream cannot be served here any more, nor handed back.
@@ -98,7 +117,10 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 	// net/http's read and write deadlines stay on a hijacked connection.
 	_ = conn.SetDeadline(time.Time{})
 	_ = sock.setSendBuffer(sendBuffer)
-	c := &hubConn{conn: conn, sock: sock, samples: r.URL.Query().Get("samples") == "1"}
+	if base != nil {
+		base.adopt(sock)
+	}
+	c := &hubConn{conn: conn, tls: base, sock: sock, samples: r.URL.Query().Get("samples") == "1"}
 	if reason := h.add(c); reason != "" {
 		h.drop(c, reason) // outside h.mu: drop closes the socket and logs
 	}
@@ -119,6 +141,10 @@ func (h *hub) add(c *hubConn) (dropped string) {
 		h.closed = true
 		return dropShutdown
 	}
+	// A run started here waits on these, taken before the state is read:
+	// a change published after the read closes them, so that the new
+	// run's first round carries it.
+	levelCh, sampleCh := s.Controller.LevelChanged(), s.Controller.Sampled()
 	st := s.Controller.State()
 	ev, err := s.levelEvent(st)
 	if err != nil {
@@ -134,18 +160,28 @@ func (h *hub) add(c *hubConn) (dropped string) {
 	if err := c.send(b.Bytes()); err != nil {
 		return dropWriteError
 	}
-	h.conns = append(h.conns, c)
 	if !h.running {
+		if h.wake == nil {
+			h.wake = make(chan struct{}, 1)
+		}
 		h.running = true
 		h.done = make(chan struct{})
-		go h.run(h.done)
+		h.watch = newHangups(h.wake, s.Logger) // nil if it cannot be had: the checks still see departures
+		go h.run(h.done, h.watch, h.wake, levelCh, sampleCh)
 	}
+	h.conns = append(h.conns, c)
+	h.watch.add(c)
 	return ""
 }
 
 // send writes p, which must follow nothing pending, and keeps what the
-// socket does not take as pending.
+// socket does not take as pending: a plain stream keeps a tail of p
+// (shared by every stream), a TLS stream the encrypted rest (its own).
 func (c *hubConn) send(p []byte) error {
+	if c.tls != nil {
+		_, err := c.conn.Write(p) // the tls.Conn, over c.tls: never blocks
+		return err
+	}
 	n, err := c.sock.write(p)
 	if err != nil {
 		return err
@@ -154,6 +190,24 @@ func (c *hubConn) send(p []byte) error {
 		c.pending = p[n:]
 	}
 	return nil
+}
+
+// hasPending says whether bytes wait to be written to the socket.
+func (c *hubConn) hasPending() bool {
+	if c.tls != nil {
+		return len(c.tls.pending) > 0
+	}
+	return len(c.pending) > 0
+}
+
+// flush writes what the socket takes now of the pending bytes.
+func (c *hubConn) flush() error {
+	if c.tls != nil {
+		return c.tls.flush()
+	}
+	n, err := c.sock.write(c.pending)
+	c.pending = c.pending[n:]
+	return err
 }
 
 // drop closes c and releases its counts; reason "" is a subscriber that
@@ -166,6 +220,7 @@ func (h *hub) drop(c *hubConn, reason string) {
 		s.Metrics.sseDropped(reason)
 		s.Logger.Debug("SSE subscriber dropped", "reason", reason, "remote_addr", c.conn.RemoteAddr().String())
 	}
+	c.watch.remove(c) // before the close: the descriptor may be reused
 	_ = c.conn.Close()
 }
 

@@ -25,16 +25,19 @@ type frames struct {
 }
 
 // run is the hub's goroutine: it ends on Shutdown, closing every stream,
-// or once no stream is left (adopt starts the next one).
-func (h *hub) run(done chan<- struct{}) {
+// or once no stream is left (adopt starts the next one), and then stops
+// its hangups watcher. wake is the watcher's: a subscriber left.
+// levelCh and sampleCh are the controller's channels as they were before
+// the first stream read the state.
+func (h *hub) run(done chan<- struct{}, watch *hangups, wake, levelCh, sampleCh <-chan struct{}) {
 	defer close(done)
+	defer watch.close() // after the streams it watched are dropped
 	s := h.s
 	ctrl := s.Controller
 	ping := time.NewTicker(s.Heartbeat)
 	defer ping.Stop()
 	check := time.NewTicker(h.checkEvery())
 	defer check.Stop()
-	levelCh, sampleCh := ctrl.LevelChanged(), ctrl.Sampled()
 	var f frames
 	var delivered uint64 // the sequence every stream has been served
 	for {
@@ -44,6 +47,7 @@ func (h *hub) run(done chan<- struct{}) {
 			f.ping, f.check = true, true
 		case <-check.C:
 			f.check = true
+		case <-wake: // serve drops the streams whose subscriber left
 		case <-levelCh:
 		case <-sampleCh:
 		}
@@ -173,11 +177,14 @@ func (h *hub) shutdown() {
 // reports true, with c.reason set ("" for a peer that left), when c must
 // end.
 func (c *hubConn) serve(f *frames, writeTimeout time.Duration) (end bool) {
+	if c.hangup.Load() {
+		return c.end("")
+	}
 	if f.check {
 		if c.sock.peerClosed() {
 			return c.end("")
 		}
-		switch unsent := len(c.pending) > 0 || c.sock.unsent() > 0; {
+		switch unsent := c.hasPending() || c.sock.unsent() > 0; {
 		case !unsent:
 			c.stuck = time.Time{}
 		case c.stuck.IsZero():
@@ -186,15 +193,13 @@ func (c *hubConn) serve(f *frames, writeTimeout time.Duration) (end bool) {
 			return c.end(dropWriteTimeout)
 		}
 	}
-	if len(c.pending) > 0 {
-		n, err := c.sock.write(c.pending)
-		if err != nil {
+	if c.hasPending() {
+		if err := c.flush(); err != nil {
 			return c.failed()
 		}
-		c.pending = c.pending[n:]
 	}
 	put := func(p []byte) bool {
-		if len(c.pending) > 0 {
+		if c.hasPending() {
 			return false
 		}
 		if err := c.send(p); err != nil {
@@ -205,7 +210,7 @@ func (c *hubConn) serve(f *frames, writeTimeout time.Duration) (end bool) {
 	if f.ping && put(pingFrame) {
 		return true
 	}
-	if c.seq < f.seq && len(c.pending) == 0 {
+	if c.seq < f.seq && !c.hasPending() {
 		c.seq = f.seq
 		if put(f.level) {
 			return true

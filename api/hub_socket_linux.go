@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"syscall"
@@ -15,21 +16,28 @@ const socketsSupported = true
 // block: the descriptor is non-blocking, as Go's netpoller leaves it.
 type socket struct{ raw syscall.RawConn }
 
-// newSocket finds the TCP socket under conn (through the connection
-// limit's wrapper).
-func newSocket(conn net.Conn) (socket, error) {
+// newSocket finds the TCP socket under conn, through TLSListener's TLS
+// (returning the tlsBase under it) and the connection limit's wrapper.
+func newSocket(conn net.Conn) (socket, *tlsBase, error) {
+	var base *tlsBase
+	if tc, ok := conn.(*tls.Conn); ok {
+		if base, ok = tc.NetConn().(*tlsBase); !ok {
+			return socket{}, nil, fmt.Errorf("hijacked TLS connection is over a %T", tc.NetConn())
+		}
+		conn = base.Conn
+	}
 	if lc, ok := conn.(*limitConn); ok {
 		conn = lc.Conn
 	}
 	tc, ok := conn.(*net.TCPConn)
 	if !ok {
-		return socket{}, fmt.Errorf("hijacked connection is a %T", conn)
+		return socket{}, nil, fmt.Errorf("hijacked connection is a %T", conn)
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
-		return socket{}, err
+		return socket{}, nil, err
 	}
-	return socket{raw: raw}, nil
+	return socket{raw: raw}, base, nil
 }
 
 // setSendBuffer sets SO_SNDBUF, which bounds the bytes a subscriber that
@@ -60,18 +68,20 @@ func (s socket) write(p []byte) (int, error) {
 	return max(n, 0), err
 }
 
-// peerClosed says whether the subscriber closed or reset its end.
+// peerClosed says whether the subscriber closed or reset its end. It
+// polls for POLLRDHUP, which a close raises even when bytes the
+// subscriber sent before closing are still unread (a MSG_PEEK would see
+// those bytes, not the close).
 func (s socket) peerClosed() bool {
-	var n int
-	var err error
-	var b [1]byte
-	if cerr := s.raw.Read(func(fd uintptr) bool {
-		n, _, err = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		return true
+	var closed bool
+	if cerr := s.raw.Control(func(fd uintptr) {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		n, err := unix.Poll(p, 0)
+		closed = err == nil && n > 0 && p[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
 	}); cerr != nil {
 		return true
 	}
-	return (n == 0 && err == nil) || err == unix.ECONNRESET
+	return closed
 }
 
 // unsent is the number of bytes in the send queue not yet acknowledged by

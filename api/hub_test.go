@@ -212,7 +212,7 @@ func loopbackStreams(t *testing.T, n int) ([]*hubConn, []net.Conn) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { peer.Close(); conn.Close() })
-		sock, err := newSocket(conn)
+		sock, _, err := newSocket(conn)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		wouldShed:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "shadow_would_shed_total", Help: "Requests shadow mode admitted that enforcement would have shed, by level (unknown: a level name the table lacks)."}, []string{"level"}),
 		levelNames:      append([]string(nil), levelNames...),
 		timelineDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "timeline_dropped_total",
-			Help: "Timeline lines not recorded: full (the writer was behind), write_error (a full or read-only disk)."}, []string{"reason"}),
+			Help: "Timeline lines not recorded: full (the writer was behind), budget (today's file reached record.max_bytes), disk_full (ENOSPC, or less free space than the state file's reserve), write_error (a read-only disk, an I/O error)."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.level, m.levelInfo, m.recommended, m.threshold, m.transitions, m.levelChanges, m.sseDrops, m.authFailures, m.blind, m.signalState, m.signalValue,
 		m.outcomesTotal, m.overrideActive, m.overrideExpiry, m.sseSubscribers, m.checkDuration, m.sampleErrors, m.stateRecovered, m.stateSaveErrors, m.stateSaveFailed, m.reloadOK, m.reloadTimestamp, m.wouldShed, m.timelineDropped,

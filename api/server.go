@@ -26,6 +26,10 @@ type Tokens struct {
 	Admin string
 	// Report protects POST /v1/outcomes and PUT /v1/signals/{name}.
 	Report string
+	// Operators are named admin tokens (auth.operators): each works
+	// wherever Admin does, and a change made with one is recorded under
+	// its name.
+	Operators []Operator
 }
 
 // Deps is everything NewServer needs. Zero fields take the documented

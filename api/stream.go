@@ -25,11 +25,12 @@ var dropReasons = []string{dropWriteTimeout, dropWriteError, dropLimit, dropShut
 
 // handleStream serves the level as Server-Sent Events: the current state on
 // connect, then one event per change, a ping every heartbeat and, with
-// ?samples=1, the signals after every health check. A plain HTTP/1.1
-// stream is hijacked and handed to the hub (hub.go); what cannot be
-// hijacked (HTTP/2, TLS) keeps a goroutine here. Either way a slow
-// subscriber skips intermediate states and holds no queue, and one that
-// stops reading for WriteTimeout is dropped.
+// ?samples=1, the signals after every health check. An HTTP/1.1 stream,
+// plain or over TLSListener's TLS, is hijacked and handed to the hub
+// (hub.go); what cannot be hijacked (HTTP/2, TLS from another listener)
+// keeps a goroutine here. Either way a slow subscriber skips intermediate
+// states and holds no queue, and one that stops reading for WriteTimeout
+// is dropped.
 func (s *server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if n := s.subscribers.Add(1); s.MaxSubscribers > 0 && n > int64(s.MaxSubscribers) {

@@ -19,8 +19,8 @@ type Timeline interface {
 }
 
 // timelineDropReasons are the reasons of timeline_dropped_total, exported
-// at 0 from the start (internal/timeline's DropFull and DropWriteError).
-var timelineDropReasons = []string{"full", "write_error"}
+// at 0 from the start (internal/timeline's DropReasons).
+var timelineDropReasons = []string{"full", "write_error", "budget", "disk_full"}
 
 // TimelineDropped counts a timeline line that was not recorded.
 func (m *Metrics) TimelineDropped(reason string) {

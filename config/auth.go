@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -98,6 +99,106 @@ func (v *validator) inlineToken(key, t string) {
 // secret stands for a token in "(was VALUE)": it is never shown.
 type secret struct{}
 
+// Operator is one entry of auth.operators: a named admin token, given
+// inline (Token) or in a file (TokenFile), exactly one of the two. Its
+// fields are secrets: never log them.
+type Operator struct {
+	// Name is recorded as the actor of every change made with the token:
+	// ^[a-z][a-z0-9_.-]{0,31}$, unique, not one of [ReservedActors].
+	Name string `koanf:"name"`
+	// Token is the operator's bearer token.
+	Token string `koanf:"token"`
+	// TokenFile names a file holding the token, read like auth.token_file
+	// (one trailing newline trimmed, at most 1 MiB, re-read on reload).
+	TokenFile string `koanf:"token_file"`
+}
+
+// ReservedActors are the actor names that never name an operator: the
+// admin token's, a request without configured tokens, the daemon's own
+// changes and a SIGHUP reload.
+var ReservedActors = []string{"admin", "anonymous", "degraded", "signal"}
+
+// operatorName is what an operator's name must match.
+var operatorName = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,31}$`)
+
+// OperatorToken is an operator's name and its token, read.
+type OperatorToken struct {
+	Name, Token string
+}
+
+// OperatorTokens returns the operators' names and tokens in config order,
+// reading each token_file on every call (so a rotated secret is picked up
+// on reload). It fails on a file [Config.Validate] would refuse, naming
+// the key, never the token.
+func (c *Config) OperatorTokens() ([]OperatorToken, error) {
+	out := make([]OperatorToken, 0, len(c.Auth.Operators))
+	for i, o := range c.Auth.Operators {
+		t := o.Token
+		if t == "" {
+			var what string
+			if t, what = fileToken(o.TokenFile); what != "" {
+				return nil, fmt.Errorf("auth.operators[%d].token_file: %s (was %s)", i, what, show(o.TokenFile))
+			}
+		}
+		out = append(out, OperatorToken{Name: o.Name, Token: t})
+	}
+	return out, nil
+}
+
+// operators checks auth.operators: names, one token each, and tokens
+// that differ from each other, the admin token and the report token.
+func (v *validator) operators(a Auth, admin string) {
+	names := map[string]int{}
+	tokens := map[string]int{}
+	for i, o := range a.Operators {
+		key := fmt.Sprintf("auth.operators[%d]", i)
+		switch first, seen := names[o.Name]; {
+		case !operatorName.MatchString(o.Name):
+			v.add(key+".name", "must match ^[a-z][a-z0-9_.-]{0,31}$", o.Name)
+		case slices.Contains(ReservedActors, o.Name):
+			v.add(key+".name", "is reserved (admin, anonymous, degraded and signal name who made a change without an operator)", o.Name)
+		case seen:
+			v.add(key+".name", fmt.Sprintf("is already auth.operators[%d]'s: names are unique", first), o.Name)
+		default:
+			names[o.Name] = i
+		}
+		var token string
+		switch {
+		case o.Token == "" && o.TokenFile == "":
+			v.add(key, "needs a token or a token_file", map[string]any{})
+			continue
+		case o.Token != "" && o.TokenFile != "":
+			v.add(key+".token_file", "set only one of token and token_file", o.TokenFile)
+			continue
+		case o.Token != "":
+			key += ".token"
+			v.inlineToken(key, o.Token)
+			if tokenProblem(o.Token) != "" {
+				continue
+			}
+			token = o.Token
+		default:
+			key += ".token_file"
+			t, what := fileToken(o.TokenFile)
+			if what != "" {
+				v.add(key, what, o.TokenFile)
+				continue
+			}
+			token = t
+		}
+		switch first, seen := tokens[token]; {
+		case seen:
+			v.add(key, fmt.Sprintf("must differ from auth.operators[%d]'s token: each operator has a token of their own", first), secret{})
+		case admin != "" && token == admin:
+			v.add(key, "must differ from the admin token (auth.token or auth.token_file), or the history could not tell them apart", secret{})
+		case a.ReportToken != "" && token == a.ReportToken:
+			v.add(key, "must differ from auth.report_token, or a reporting service could set overrides", secret{})
+		default:
+			tokens[token] = i
+		}
+	}
+}
+
 // auth checks the tokens, and the admin token against the report token.
 func (v *validator) auth(a Auth) {
 	admin := a.Token
@@ -119,6 +220,7 @@ func (v *validator) auth(a Auth) {
 			v.add("auth.report_token", "must differ from the admin token (auth.token or auth.token_file), or a reporting service could set overrides", secret{})
 		}
 	}
+	v.operators(a, admin)
 }
 
 // AdminToken returns the admin token: auth.token if set, else the contents
@@ -144,7 +246,7 @@ func unprotected(addr string, a Auth) string {
 		return ""
 	}
 	var missing []string
-	if a.Token == "" && a.TokenFile == "" {
+	if a.Token == "" && a.TokenFile == "" && len(a.Operators) == 0 { // operators' tokens are admin tokens
 		missing = append(missing, "auth.token (or auth.token_file)")
 	}
 	if a.ReportToken == "" {

@@ -96,6 +96,9 @@ type Auth struct {
 	ReportToken string `koanf:"report_token"`
 	// AllowUnauthenticated permits a non-loopback Listen without tokens.
 	AllowUnauthenticated bool `koanf:"allow_unauthenticated"`
+	// Operators are named admin tokens: a change made with one is
+	// recorded under the operator's name. See [Config.OperatorTokens].
+	Operators []Operator `koanf:"operators"`
 }
 
 // TLS enables HTTPS when both files are set.

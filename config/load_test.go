@@ -68,8 +68,9 @@ func TestDefaultsMatchDesign(t *testing.T) {
 			Custom:     []CustomSignal{},
 			Prometheus: Prometheus{Timeout: 5 * time.Second, Queries: []QuerySignal{}},
 		},
-		SSE: SSE{Heartbeat: 15 * time.Second, MaxSubscribers: 20000, WriteTimeout: 10 * time.Second},
-		Log: Log{Level: "info", Format: "text"},
+		Auth: Auth{Operators: []Operator{}},
+		SSE:  SSE{Heartbeat: 15 * time.Second, MaxSubscribers: 20000, WriteTimeout: 10 * time.Second},
+		Log:  Log{Level: "info", Format: "text"},
 
 		Record: Record{Enabled: true, Retention: 168 * time.Hour, MaxBytes: 256 << 20},
 

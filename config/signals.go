@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/levels"
-	"github.com/degraded/degraded/signals"
 )
 
 // Signals says where each signal is read from. Error rate and latency come
@@ -30,9 +29,23 @@ type Signals struct {
 	Prometheus Prometheus `koanf:"prometheus"`
 }
 
+// The values of a signal source (signals.cpu.source and the others): the
+// signals package reads them (signals.Sources lists the same).
+const (
+	// SourceHost reads the whole host.
+	SourceHost = "host"
+	// SourceCgroup reads the cgroup v2 directory signals.cgroup_path.
+	SourceCgroup = "cgroup"
+	// SourceOff turns the signal off.
+	SourceOff = "off"
+)
+
+// Sources lists the values of a signal source.
+func Sources() []string { return []string{SourceHost, SourceCgroup, SourceOff} }
+
 // SignalSource configures one sampled signal.
 type SignalSource struct {
-	// Source is one of [signals.Sources]: "host", "cgroup" or "off".
+	// Source is one of [Sources]: "host", "cgroup" or "off".
 	Source string `koanf:"source"`
 }
 
@@ -76,29 +89,8 @@ type QuerySignal struct {
 	Interval time.Duration `koanf:"interval"`
 }
 
-// PushedSignals returns the pushed signals (signals.custom) in config
-// order, as signals.Pushed.Configure takes them.
-func (c *Config) PushedSignals() []signals.PushedSignal {
-	out := make([]signals.PushedSignal, len(c.Signals.Custom))
-	for i, s := range c.Signals.Custom {
-		out[i] = signals.PushedSignal{Name: levels.Signal(s.Name), TTL: s.TTL}
-	}
-	return out
-}
-
-// QuerySpecs returns the query signals (signals.prometheus.queries) in
-// config order, as signals.NewQueries takes them with
-// Signals.Prometheus.URL and Timeout.
-func (c *Config) QuerySpecs() []signals.QuerySpec {
-	out := make([]signals.QuerySpec, len(c.Signals.Prometheus.Queries))
-	for i, q := range c.Signals.Prometheus.Queries {
-		out[i] = signals.QuerySpec{Name: levels.Signal(q.Name), Query: q.Query, Interval: q.Interval}
-	}
-	return out
-}
-
 // QueriedNames returns the names of the query signals in config order: the
-// custom names signals.Pushed.Configure refuses pushes for.
+// custom names that refuse pushed values.
 func (c *Config) QueriedNames() []levels.Signal {
 	out := make([]levels.Signal, len(c.Signals.Prometheus.Queries))
 	for i, q := range c.Signals.Prometheus.Queries {
@@ -124,7 +116,7 @@ func (v *validator) signals(s Signals) {
 	v.source("signals.cpu.source", s.CPU.Source)
 	v.source("signals.memory.source", s.Memory.Source)
 	v.source("signals.pressure.source", s.Pressure.Source)
-	cgroup := string(signals.SourceCgroup)
+	cgroup := SourceCgroup
 	if (s.CPU.Source == cgroup || s.Memory.Source == cgroup || s.Pressure.Source == cgroup) && s.CgroupPath == "" {
 		v.add("signals.cgroup_path", "must be set when a signal source is cgroup", "")
 	}
@@ -203,19 +195,26 @@ func urlProblem(raw string) (what string, was any) {
 	return "", nil
 }
 
-// signalWarnings returns what is valid about the signals but will not work
-// as it seems: a pressure source this machine cannot read (serve refuses
-// to start on it; configs are often validated elsewhere), and thresholds
-// of a signal whose source is off.
+// PressureWarning says, when check (signals.CheckPressure) finds that the
+// pressure source cannot be read on this machine, that serve would not
+// start here; "" otherwise. `degraded validate` prints it as a warning:
+// configs are often checked on another machine than they run on.
+func (c *Config) PressureWarning(check func(source, cgroupPath string) error) string {
+	s := c.Signals
+	if s.Pressure.Source != SourceHost && (s.Pressure.Source != SourceCgroup || s.CgroupPath == "") {
+		return ""
+	}
+	if err := check(s.Pressure.Source, s.CgroupPath); err != nil {
+		return fmt.Sprintf("signals.pressure.source: cannot be read on this machine, so serve would not start here: %v (was %s)", err, s.Pressure.Source)
+	}
+	return ""
+}
+
+// signalWarnings returns what is valid about the signals but will not
+// work as it seems: thresholds of a signal whose source is off.
 func (c *Config) signalWarnings() []string {
 	var warnings []string
 	s := c.Signals
-	src := signals.Source(s.Pressure.Source)
-	if src == signals.SourceHost || (src == signals.SourceCgroup && s.CgroupPath != "") {
-		if err := signals.CheckPressure(s.Pressure.Source, s.CgroupPath); err != nil {
-			warnings = append(warnings, fmt.Sprintf("signals.pressure.source: cannot be read on this machine, so serve would not start here: %v (was %s)", err, s.Pressure.Source))
-		}
-	}
 	sources := []struct {
 		sig levels.Signal
 		key string
@@ -228,7 +227,7 @@ func (c *Config) signalWarnings() []string {
 		{levels.IOPressure, "signals.pressure.source", s.Pressure.Source},
 	}
 	for _, so := range sources {
-		if so.src != string(signals.SourceOff) {
+		if so.src != SourceOff {
 			continue
 		}
 		for i, l := range c.Levels {

@@ -218,6 +218,9 @@ func TestValidateSignalWarnings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Validate: %v, want only warnings", err)
 			}
+			if w := c.PressureWarning(signals.CheckPressure); w != "" {
+				warnings = append([]string{w}, warnings...)
+			}
 			if diff := cmp.Diff(tt.want, warnings); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
@@ -259,31 +262,13 @@ func TestTableHasTheCustomSignals(t *testing.T) {
 	}
 }
 
-func TestSignalHelpers(t *testing.T) {
+func TestQueriedNames(t *testing.T) {
 	c := Default()
-	t.Run("none configured", func(t *testing.T) {
-		if len(c.PushedSignals()) != 0 || len(c.QuerySpecs()) != 0 || len(c.QueriedNames()) != 0 {
-			t.Errorf("defaults: pushed %v, queries %v, queried %v; want none", c.PushedSignals(), c.QuerySpecs(), c.QueriedNames())
-		}
-	})
+	if len(c.QueriedNames()) != 0 {
+		t.Errorf("defaults: queried %v, want none", c.QueriedNames())
+	}
 	withSignals(c)
-	c.Signals.Custom = append(c.Signals.Custom, CustomSignal{Name: "backlog", TTL: 30 * time.Second})
 	c.Signals.Prometheus.Queries = append(c.Signals.Prometheus.Queries, QuerySignal{Name: "errors", Query: "sum(rate(e[1m]))", Interval: time.Minute})
-	t.Run("PushedSignals", func(t *testing.T) {
-		want := []signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}, {Name: "backlog", TTL: 30 * time.Second}}
-		if diff := cmp.Diff(want, c.PushedSignals()); diff != "" {
-			t.Errorf("(-want +got):\n%s", diff)
-		}
-	})
-	t.Run("QuerySpecs", func(t *testing.T) {
-		want := []signals.QuerySpec{
-			{Name: "p95", Query: "max(p95)", Interval: 15 * time.Second},
-			{Name: "errors", Query: "sum(rate(e[1m]))", Interval: time.Minute},
-		}
-		if diff := cmp.Diff(want, c.QuerySpecs()); diff != "" {
-			t.Errorf("(-want +got):\n%s", diff)
-		}
-	})
 	t.Run("QueriedNames", func(t *testing.T) {
 		if diff := cmp.Diff([]levels.Signal{"p95", "errors"}, c.QueriedNames()); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)

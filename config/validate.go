@@ -15,9 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/degraded/degraded/errwindow"
 	"github.com/degraded/degraded/levels"
-	"github.com/degraded/degraded/signals"
 )
 
 // levelName is the pattern every configured level name must match.
@@ -47,10 +45,10 @@ func (c *Config) Validate() (warnings []string, err error) {
 	}
 	v.positive("error_rate_window", c.ErrorRateWindow)
 	switch b := c.ErrorRateWindowBuckets; {
-	case b < 1 || b > errwindow.MaxBuckets:
-		v.add("error_rate_window_buckets", fmt.Sprintf("must be in [1, %d]", errwindow.MaxBuckets), b)
-	case c.ErrorRateWindow > 0 && c.ErrorRateWindow/time.Duration(b) < errwindow.MinBucketWidth:
-		v.add("error_rate_window_buckets", fmt.Sprintf("each bucket (error_rate_window / buckets = %s) must be >= %s", c.ErrorRateWindow/time.Duration(b), errwindow.MinBucketWidth), b)
+	case b < 1 || b > levels.MaxWindowBuckets:
+		v.add("error_rate_window_buckets", fmt.Sprintf("must be in [1, %d]", levels.MaxWindowBuckets), b)
+	case c.ErrorRateWindow > 0 && c.ErrorRateWindow/time.Duration(b) < levels.MinWindowBucket:
+		v.add("error_rate_window_buckets", fmt.Sprintf("each bucket (error_rate_window / buckets = %s) must be >= %s", c.ErrorRateWindow/time.Duration(b), levels.MinWindowBucket), b)
 	}
 	if c.MinThroughput < 0 {
 		v.add("min_throughput", "must be >= 0", c.MinThroughput)
@@ -137,13 +135,9 @@ func (v *validator) oneOf(key, val string, allowed ...string) {
 	v.add(key, "must be one of "+strings.Join(allowed, ", "), val)
 }
 
-// source checks that val names one of [signals.Sources].
+// source checks that val names one of [Sources].
 func (v *validator) source(key, val string) {
-	var names []string
-	for _, s := range signals.Sources() {
-		names = append(names, string(s))
-	}
-	v.oneOf(key, val, names...)
+	v.oneOf(key, val, Sources()...)
 }
 
 // tls checks that cert and key are both set or both empty, readable, and a

@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/degraded/degraded/levels"
 )
 
-// MaxBuckets is the largest accepted [Options.Buckets]
+// MaxBuckets is the largest accepted [Options.Buckets] (levels.MaxWindowBuckets)
 // (config error_rate_window_buckets).
-const MaxBuckets = 10000
+const MaxBuckets = levels.MaxWindowBuckets
 
 // MinBucketWidth is the narrowest accepted bucket, Window/Buckets.
-const MinBucketWidth = time.Millisecond
+const MinBucketWidth = levels.MinWindowBucket
 
 // Options configures a [Window]. There are no defaults: both fields must be
 // set, and [New] rejects values the config validation would reject.

@@ -328,3 +328,46 @@ func TestLawSimulationDependencyFailure(t *testing.T) {
 		t.Logf("recovered +%ds: %s", 5*(i+1), s.describe())
 	}
 }
+
+func TestLawSimulationScenarios(t *testing.T) {
+	mix := func(total float64) map[int]float64 {
+		return map[int]float64{100: 0.05 * total, 60: 0.15 * total, 40: 0.3 * total, 10: 0.5 * total}
+	}
+	t.Run("10x", func(t *testing.T) {
+		s := newSim(t, simTable(t), mix(400))
+		s.verbose = testing.Verbose()
+		s.run(10 * time.Second)
+		s.offered = mix(8000)
+		for i := range 6 {
+			s.run(5 * time.Second)
+			t.Logf("10x +%ds: %s", 5*(i+1), s.describe())
+		}
+	})
+	t.Run("12x spike", func(t *testing.T) {
+		s := newSim(t, simTable(t), mix(640))
+		s.verbose = testing.Verbose()
+		s.run(10 * time.Second)
+		spike := mix(640)
+		spike[10] *= 12
+		s.offered = spike
+		for i := range 6 {
+			s.run(5 * time.Second)
+			t.Logf("spike +%ds: %s", 5*(i+1), s.describe())
+		}
+	})
+	t.Run("square", func(t *testing.T) {
+		s := newSim(t, simTable(t), mix(480))
+		s.verbose = testing.Verbose()
+		for i := range 6 {
+			if i%2 == 0 {
+				s.offered = mix(1280)
+			} else {
+				s.offered = mix(480)
+			}
+			for j := range 4 {
+				s.run(5 * time.Second)
+				t.Logf("half %d +%ds: %s", i, 5*(j+1), s.describe())
+			}
+		}
+	})
+}

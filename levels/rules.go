@@ -148,8 +148,10 @@ func (m Move) Moved() bool { return m.From != m.To }
 //     one level. A warming or failed signal with a threshold at a.Level or
 //     above holds it until it has been blind for BlindHold; after that it
 //     stops holding only while another signal with such a threshold is
-//     available, and the reason names it. A sample that sees nothing never
-//     steps down.
+//     available, and the reason names it. So with BlindHold > 0 a sample in
+//     which every such signal is warming or failed never steps down;
+//     absent and off signals never hold (low traffic is not an incident),
+//     and with BlindHold 0 nothing blind holds.
 //
 // With ManualOnly the recommendation is computed but the level never moves.
 func Next(a Auto, t *Table, s Sample, now time.Time, r Rules) (Auto, Move) {

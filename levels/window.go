@@ -1,6 +1,17 @@
 package levels
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
+
+// MaxWindowBuckets is the most buckets an error window may have
+// (error_rate_window_buckets), and MinWindowBucket the narrowest bucket
+// (error_rate_window / buckets).
+const (
+	MaxWindowBuckets = 10000
+	MinWindowBucket  = time.Millisecond
+)
 
 // Window is the error window at an evaluation: what the error rate and
 // the latency signals are read from.

@@ -98,13 +98,23 @@ func (p *Pushed) Read(_ context.Context, now time.Time) []levels.Reading {
 		case !ok:
 			out = append(out, levels.Reading{Signal: name, State: levels.Warming})
 		case age > p.ttl[name]:
-			out = append(out, levels.Reading{Signal: name, State: levels.Failed,
-				Err: fmt.Errorf("pushed signal %s: last value is %s old, ttl %s", name, levels.FormatDuration(age), p.ttl[name])})
+			out = append(out, levels.Reading{Signal: name, State: levels.Failed, Err: staleError(name, pv.at, p.ttl[name])})
 		default:
 			out = append(out, levels.Reading{Signal: name, State: levels.Available, Value: pv.v, HasValue: true})
 		}
 	}
 	return out
+}
+
+// staleError says a pushed value is older than its ttl. Its text names
+// the time of the last value, not its age, so that it stays the same from
+// one health check to the next while no value arrives: the controller logs
+// a failing signal once per change of its error (DESIGN.md "Unknown is not
+// healthy"), not once per tick. The age follows from the time; the state
+// document's signals.status says failed meanwhile.
+func staleError(name levels.Signal, last time.Time, ttl time.Duration) error {
+	return fmt.Errorf("pushed signal %s: no value since %s (ttl %s)", name,
+		last.UTC().Format(time.RFC3339Nano), levels.FormatDuration(ttl))
 }
 
 // Instant reports that pushed values change between health checks: an

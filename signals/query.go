@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -18,6 +19,19 @@ import (
 // DefaultQueryTimeout is the evaluation timeout of a [Query] whose
 // QueryOptions.Timeout is zero: the default of signals.prometheus.timeout.
 const DefaultQueryTimeout = 5 * time.Second
+
+// MaxAnswerBytes caps the body of one Prometheus answer, counted after
+// decompression: 1 MiB holds thousands of samples, far more than a query
+// that feeds a signal should return (aggregate it: max(...)). client_golang
+// reads the whole body into memory before it decodes it, so without a cap
+// one huge answer (a mistaken query, a hostile server) takes all the memory
+// there is, and the Go runtime keeps it.
+const MaxAnswerBytes = 1 << 20
+
+// ErrAnswerTooLarge is wrapped by the error of [Query.Sample] when an
+// answer's body is over [MaxAnswerBytes]: the query failed (levels.Failed),
+// and the body was read no further.
+var ErrAnswerTooLarge = errors.New("answer larger than the 1 MiB cap on a Prometheus answer")
 
 // ErrAbsent is returned by [Query.Sample] when Prometheus answered but the
 // result holds no value: an empty vector, a vector whose samples are all
@@ -45,7 +59,8 @@ type QueryOptions struct {
 	// [DefaultQueryTimeout]; negative is an error.
 	Timeout time.Duration
 	// RoundTripper carries the requests; nil means client_golang's
-	// api.DefaultRoundTripper. Tests pass fakes here.
+	// api.DefaultRoundTripper. Tests pass fakes here. Whichever it is,
+	// answers are cut off at [MaxAnswerBytes].
 	RoundTripper http.RoundTripper
 }
 
@@ -82,7 +97,11 @@ func NewQuery(o QueryOptions) (*Query, error) {
 	case o.Timeout < 0:
 		return nil, fmt.Errorf("signals: prometheus query %q: negative timeout %v", o.Query, o.Timeout)
 	}
-	client, err := api.NewClient(api.Config{Address: o.URL, RoundTripper: o.RoundTripper})
+	rt := o.RoundTripper
+	if rt == nil {
+		rt = api.DefaultRoundTripper
+	}
+	client, err := api.NewClient(api.Config{Address: o.URL, RoundTripper: cappedTransport{rt}})
 	if err != nil {
 		return nil, fmt.Errorf("signals: prometheus url %q: %w", where, err)
 	}
@@ -103,7 +122,8 @@ func NewQuery(o QueryOptions) (*Query, error) {
 //   - an infinite scalar, a vector whose samples are infinite or NaN but not
 //     all NaN, a matrix or a string is an error;
 //   - so is a failed request: an unreachable server, an HTTP or PromQL error,
-//     or no answer within the timeout.
+//     an answer over [MaxAnswerBytes] ([ErrAnswerTooLarge]), or no answer
+//     within the timeout.
 //
 // now is sent as the evaluation time; the zero time lets the server use
 // its own clock. When ctx ends first, Sample returns ctx.Err() unchanged.
@@ -190,3 +210,39 @@ func withoutURL(err error) error {
 	}
 	return err
 }
+
+// cappedTransport cuts every answer's body off at MaxAnswerBytes.
+type cappedTransport struct{ next http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	resp.Body = &cappedBody{rc: resp.Body}
+	return resp, nil
+}
+
+// cappedBody fails with ErrAnswerTooLarge once more than MaxAnswerBytes
+// have been read, so that the reader stops growing its buffer there.
+type cappedBody struct {
+	rc io.ReadCloser
+	n  int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.n > MaxAnswerBytes {
+		return 0, ErrAnswerTooLarge
+	}
+	if room := MaxAnswerBytes + 1 - b.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	if b.n > MaxAnswerBytes {
+		return n, ErrAnswerTooLarge
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }

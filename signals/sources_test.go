@@ -77,6 +77,36 @@ func TestPushedReadings(t *testing.T) {
 	})
 }
 
+// TestStalePushedErrorIsStable: a stale pushed signal's error is the same
+// at every health check until a value arrives (the controller logs a
+// failing signal once per change of its error, so an age in the text
+// logged a WARN every tick), and names when the last value came.
+func TestStalePushedErrorIsStable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var p Pushed
+		p.Configure([]PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, nil)
+		last := time.Now()
+		if err := p.Set("queue_depth", 1, last); err != nil {
+			t.Fatal(err)
+		}
+		var msgs []string
+		for range 3 {
+			time.Sleep(61 * time.Second)
+			r := p.Read(context.Background(), time.Now())[0]
+			if r.State != levels.Failed || r.Err == nil {
+				t.Fatalf("%v after the last value: %+v, want failed", time.Since(last), r)
+			}
+			msgs = append(msgs, r.Err.Error())
+		}
+		if msgs[0] != msgs[1] || msgs[1] != msgs[2] {
+			t.Errorf("the stale error changed between health checks:\n%s", strings.Join(msgs, "\n"))
+		}
+		if want := last.UTC().Format(time.RFC3339Nano); !strings.Contains(msgs[0], want) || !strings.Contains(msgs[0], "ttl 1m") {
+			t.Errorf("stale error %q, want it to name the last value's time %s and the ttl", msgs[0], want)
+		}
+	})
+}
+
 // TestQueriesRun: each query is evaluated at once and then on its
 // interval; before its first answer it is warming.
 func TestQueriesRun(t *testing.T) {

@@ -1,5 +1,6 @@
 // Command degraded is the graceful-degradation controller daemon and its
-// operator CLI: serve, validate, status, watch, override, report, version.
+// operator CLI: serve, validate, status, watch, override (local and
+// --fleet), fleet status, report, replay and version.
 //
 // This package only parses flags, wires the packages together and runs
 // them; main calls run so that the whole program is testable in-process.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -59,9 +61,9 @@ files; lines are merged by time, duplicates dropped, corrupt lines skipped.`,
 		if err != nil {
 			return err
 		}
-		res, err := replay.Run(replay.Options{Config: cfg, Files: files, From: bounds[0], To: bounds[1], Seed: seedOpt})
+		res, err := runReplay(c.Context(), replay.Options{Config: cfg, Files: files, From: bounds[0], To: bounds[1], Seed: seedOpt})
 		if err != nil {
-			return err // exit 1, replay.ErrNoLines included
+			return err // exit 1, replay.ErrNoLines and an interrupt included
 		}
 		for _, w := range res.Warnings {
 			fmt.Fprintln(stderr, "warning: "+w)
@@ -82,4 +84,29 @@ files; lines are merged by time, duplicates dropped, corrupt lines skipped.`,
 		return res.WriteText(stdout, names)
 	}
 	return cmd
+}
+
+// errInterrupted ends a replay cut short by SIGINT or SIGTERM (exit 1).
+var errInterrupted = errors.New("replay interrupted before the timeline was read to its end")
+
+// runReplay runs the replay until it ends or ctx does. A read from a FIFO
+// or a pipe blocks until its writer writes, and replay.Run cannot be
+// stopped meanwhile: an interrupt returns at once and leaves it to end
+// with the process.
+func runReplay(ctx context.Context, o replay.Options) (*replay.Result, error) {
+	type result struct {
+		res *replay.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := replay.Run(o)
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, errInterrupted
+	}
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 // readmeTour is the README's two-minute tour: its fast config, the report
 // it sends and what it says comes back.
 type readmeTour struct {
+	text                   string // the tour's section of the README
 	config, report, reason string
 	admit                  map[string]int // priority -> the status the README shows
 }
@@ -42,7 +45,7 @@ func readTour(t *testing.T) readmeTour {
 	if len(admit) < 2 {
 		t.Fatalf("the tour shows %d admit requests with their answers, want one shed and one admitted", len(admit))
 	}
-	return readmeTour{config: m[1], report: report[1], reason: reason[1], admit: admit}
+	return readmeTour{text: tour, config: m[1], report: report[1], reason: reason[1], admit: admit}
 }
 
 // TestReadmeTour follows the README's tour: its fast config validates and
@@ -75,6 +78,17 @@ func TestReadmeTour(t *testing.T) {
 			t.Errorf("admit priority %s: %d, the README says %d", q, resp.StatusCode, want)
 		}
 	}
+	// The operator's part: the README's pin and its DELETE.
+	pinBody := regexp.MustCompile(`-XPUT localhost:8470/v1/override .*\n\s*-d '(\{[^']*\})'`).FindStringSubmatch(tour.text)
+	if pinBody == nil {
+		t.Fatal("the tour's override PUT is not where this test looks")
+	}
+	if resp, body := d.request(t, "PUT", "/v1/override", "", pinBody[1]); resp.StatusCode != 200 {
+		t.Fatalf("the tour's pin: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := d.request(t, "DELETE", "/v1/override", "", ""); resp.StatusCode != 200 {
+		t.Fatalf("the tour's DELETE: %d %s", resp.StatusCode, body)
+	}
 	if code := d.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d", code)
 	}
@@ -82,5 +96,26 @@ func TestReadmeTour(t *testing.T) {
 		if strings.Contains(line, "level=WARN") && strings.Contains(line, "config:") {
 			t.Errorf("the tour's daemon warns at start: %s", line)
 		}
+	}
+
+	// Replayed with its own config, the tour's recording reproduces every
+	// recorded transition, the pin's included.
+	code, out, errOut = runCLI(t, nil, "replay", "--config", cfg, "--format", "json", filepath.Join(dir, "data", "timeline"))
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Transitions, Recorded []struct{ At, From, To, Source string }
+		RecordedConfig        bool `json:"recorded_config"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("replay's JSON: %v\n%s", err, out)
+	}
+	if !res.RecordedConfig || len(res.Recorded) < 2 || !slices.Equal(res.Recorded, res.Transitions) {
+		t.Errorf("replay of the tour with its own config (recorded config %v):\n recorded %v\n replayed %v\nwant every recorded transition reproduced",
+			res.RecordedConfig, res.Recorded, res.Transitions)
+	}
+	if errOut != "" {
+		t.Errorf("replay of the tour warns: %s", errOut)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/degraded/degraded/config"
+	"github.com/degraded/degraded/signals"
 	"github.com/spf13/cobra"
 )
 
@@ -17,9 +18,12 @@ func validateCmd(environ []string, stdout io.Writer) *cobra.Command {
 	}
 	path := cmd.Flags().String("config", "", "YAML config file to check")
 	cmd.RunE = func(*cobra.Command, []string) error {
-		_, warnings, err := config.Load(config.LoadOptions{Path: *path, Environ: environ})
+		cfg, warnings, err := config.Load(config.LoadOptions{Path: *path, Environ: environ})
 		if err != nil {
 			return configError(err)
+		}
+		if w := cfg.PressureWarning(signals.CheckPressure); w != "" {
+			warnings = append(warnings, w)
 		}
 		for _, w := range warnings {
 			fmt.Fprintln(stdout, "warning: "+w)

@@ -51,10 +51,11 @@ type Options struct {
 // methods are safe for concurrent use.
 type Daemon struct {
 	log      *slog.Logger
+	logs     *logs // d.log's level and format, for a reload
 	ctrl     *controller.Controller
 	metrics  *api.Metrics
 	registry *prometheus.Registry
-	window   *errwindow.Window
+	windows  windows // the error window in force (windows.go)
 	handler  http.Handler
 	ln       net.Listener
 	load     Loader
@@ -89,16 +90,13 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	d := &Daemon{log: newLogger(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}, pushed: &signals.Pushed{}}
+	d := &Daemon{logs: newLogs(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}, pushed: &signals.Pushed{}}
+	d.log = d.logs.log
 	d.override.cpu, d.override.memory = o.CPU, o.Memory
 	d.cfg.Store(cfg)
 	d.bound = cfg.Listen
 	if o.Listener != nil {
 		d.bound = o.Listener.Addr().String()
-	}
-	var err error
-	if d.window, err = errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets}); err != nil {
-		return nil, err
 	}
 	opts, commit, err := d.controllerOptions(cfg, nil)
 	if err != nil {
@@ -115,7 +113,7 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	opts.Observer, opts.Logger = d.metrics, d.log
 	if cfg.DataDir != "" {
 		d.recorder = timeline.New(timeline.Options{Dir: filepath.Join(cfg.DataDir, "timeline"), Settings: recordSettings(cfg),
-			Dropped: d.metrics.TimelineDropped, Logger: d.log})
+			Dropped: d.metrics.TimelineDropped, Logger: d.log, Reserve: stateReserve(cfg.DataDir)})
 		opts.Recorder = d.recorder
 	}
 	if err := d.openFleet(cfg, &opts); err != nil {
@@ -202,7 +200,7 @@ func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
 	}
 	return api.NewServer(api.Deps{
 		Controller:     d.ctrl,
-		Outcomes:       d.window,
+		Outcomes:       &d.windows,
 		Reported:       d.ctrl.Reported,
 		Pusher:         d.pushed,
 		Timeline:       tl,
@@ -228,8 +226,9 @@ func (d *Daemon) Handler() http.Handler { return d.handler }
 // Controller returns the daemon's controller, for test rigs and tools.
 func (d *Daemon) Controller() *controller.Controller { return d.ctrl }
 
-// Window returns the daemon's error window, for test rigs and tools.
-func (d *Daemon) Window() *errwindow.Window { return d.window }
+// Window returns the daemon's error window in force, for test rigs and
+// tools (a reload that changes its span or buckets replaces it).
+func (d *Daemon) Window() *errwindow.Window { return d.windows.cur.Load() }
 
 // Logger returns the daemon's logger.
 func (d *Daemon) Logger() *slog.Logger { return d.log }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,21 +15,12 @@ import (
 	"github.com/degraded/degraded/signals"
 )
 
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.Level)) // validated by config
-	opts := &slog.HandlerOptions{Level: lvl}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // controllerOptions maps a config onto the controller's options; the
 // store, observer and logger are added by the caller. With the previous
 // config, samplers whose source and cgroup path did not change are kept,
-// so that a reload does not make them warm up again. commit puts the
-// sources in force once the options are (see sources).
+// and the error window when its span and buckets did not, so that a
+// reload does not make them warm up again. commit puts the sources and the
+// window in force once the controller took the options.
 func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (o controller.Options, commit func(), err error) {
 	machine, err := c.Machine()
 	if err != nil {
@@ -44,16 +34,24 @@ func (d *Daemon) controllerOptions(c *config.Config, prev *config.Config) (o con
 	if err != nil {
 		return controller.Options{}, nil, err
 	}
-	sources, commit, err := d.sources(c, prev)
+	sources, commitSources, err := d.sources(c, prev)
 	if err != nil {
 		return controller.Options{}, nil, err
+	}
+	window, err := d.windowFor(c, prev)
+	if err != nil {
+		return controller.Options{}, nil, err
+	}
+	commit = func() {
+		commitSources()
+		d.windows.cur.Store(window)
 	}
 	return controller.Options{
 		Table:               machine.Table,
 		Rules:               machine.Rules,
 		Sources:             sources,
 		HealthCheckInterval: c.HealthCheckInterval,
-		Errors:              d.window,
+		Errors:              window,
 		ErrorWindow:         c.ErrorRateWindow,
 		CPU:                 cpu,
 		Memory:              mem,
@@ -90,12 +88,22 @@ func (d *Daemon) sampler(c, prev *config.Config, src, prevSrc config.SignalSourc
 	return s, nil
 }
 
+// tokensOf reads the tokens of c, the token files' included (so a reload
+// picks up rotated secrets).
 func tokensOf(c *config.Config) (*api.Tokens, error) {
 	admin, err := c.AdminToken()
 	if err != nil {
 		return nil, err
 	}
-	return &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}, nil
+	ops, err := c.OperatorTokens()
+	if err != nil {
+		return nil, err
+	}
+	t := &api.Tokens{Admin: admin, Report: c.Auth.ReportToken}
+	for _, o := range ops {
+		t.Operators = append(t.Operators, api.Operator{Name: o.Name, Token: o.Token})
+	}
+	return t, nil
 }
 
 func levelNames(o controller.Options) []string {
@@ -116,17 +124,19 @@ func listenHost(listen string) string {
 }
 
 // wrapListener enforces max_connections at accept and adds TLS when
-// configured.
+// configured: api's TLS listener, whose event streams the hub serves as it
+// serves plain ones, with a certificate whose files are re-read when they
+// change.
 func (d *Daemon) wrapListener(cfg *config.Config, ln net.Listener, maxConns int) (net.Listener, error) {
 	ln = api.LimitListener(ln, maxConns, d.rejected)
 	if !cfg.TLS.Enabled() {
 		return ln, nil
 	}
-	cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+	certs, err := newCertFiles(cfg.TLS.CertFile, cfg.TLS.KeyFile, d.log)
 	if err != nil {
-		return nil, fmt.Errorf("load tls key pair: %w", err)
+		return nil, err
 	}
-	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+	return api.TLSListener(ln, &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}), nil
 }
 
 // openStore removes the temp files a crash left behind, checks that the

@@ -37,15 +37,11 @@ func (d *Daemon) Reload(actor string) error {
 		d.log.Warn("config: " + w)
 	}
 	for key, changed := range map[string]bool{
-		"listen":                    old.Listen != cfg.Listen,
-		"data_dir":                  old.DataDir != cfg.DataDir,
-		"tls":                       old.TLS != cfg.TLS,
-		"max_connections":           old.MaxConnections != cfg.MaxConnections,
-		"error_rate_window":         old.ErrorRateWindow != cfg.ErrorRateWindow,
-		"error_rate_window_buckets": old.ErrorRateWindowBuckets != cfg.ErrorRateWindowBuckets,
-		"sse":                       old.SSE != cfg.SSE,
-		"log":                       old.Log != cfg.Log,
-		"fleet":                     !reflect.DeepEqual(old.Fleet, cfg.Fleet),
+		"listen":          old.Listen != cfg.Listen,
+		"data_dir":        old.DataDir != cfg.DataDir,
+		"tls":             old.TLS != cfg.TLS,
+		"max_connections": old.MaxConnections != cfg.MaxConnections,
+		"fleet":           !reflect.DeepEqual(old.Fleet, cfg.Fleet),
 	} {
 		if changed {
 			d.log.Warn("config reloaded, but this key takes effect only after a restart", "key", key)
@@ -77,5 +73,6 @@ func (d *Daemon) apply(cfg *config.Config, actor string) error {
 		d.recorder.Configure(recordSettings(cfg))
 	}
 	d.metrics.SetLevelNames(levelNames(opts))
+	d.logs.configure(cfg.Log)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/degraded/degraded/config"
 	"github.com/degraded/degraded/controller"
+	"github.com/degraded/degraded/levels"
 	"github.com/degraded/degraded/signals"
 )
 
@@ -39,7 +40,7 @@ func (d *Daemon) sources(cfg, prev *config.Config) (out []controller.Source, com
 	}
 	commit = func() {
 		d.psi = p
-		d.pushed.Configure(cfg.PushedSignals(), cfg.QueriedNames())
+		d.pushed.Configure(pushedSignals(cfg), cfg.QueriedNames())
 		if changed {
 			d.runner.swap(q)
 		}
@@ -65,9 +66,9 @@ func (d *Daemon) pressure(cfg, prev *config.Config) (*signals.Pressure, error) {
 // about them changed, else new ones (nil without queries) for the runner
 // to switch to, with changed set.
 func (d *Daemon) queriesFor(cfg, prev *config.Config) (q *signals.Queries, changed bool, err error) {
-	specs := cfg.QuerySpecs()
+	specs := querySpecs(cfg)
 	if prev != nil && d.runner.current() != nil && prev.Signals.Prometheus.URL == cfg.Signals.Prometheus.URL &&
-		prev.Signals.Prometheus.Timeout == cfg.Signals.Prometheus.Timeout && slices.Equal(prev.QuerySpecs(), specs) {
+		prev.Signals.Prometheus.Timeout == cfg.Signals.Prometheus.Timeout && slices.Equal(querySpecs(prev), specs) {
 		return d.runner.current(), false, nil
 	}
 	if len(specs) == 0 {
@@ -78,6 +79,26 @@ func (d *Daemon) queriesFor(cfg, prev *config.Config) (q *signals.Queries, chang
 		return nil, false, err
 	}
 	return q, true, nil
+}
+
+// pushedSignals is cfg's signals.custom in config order, as
+// signals.Pushed.Configure takes them.
+func pushedSignals(cfg *config.Config) []signals.PushedSignal {
+	out := make([]signals.PushedSignal, len(cfg.Signals.Custom))
+	for i, s := range cfg.Signals.Custom {
+		out[i] = signals.PushedSignal{Name: levels.Signal(s.Name), TTL: s.TTL}
+	}
+	return out
+}
+
+// querySpecs is cfg's signals.prometheus.queries in config order, as
+// signals.NewQueries takes them with the url and timeout.
+func querySpecs(cfg *config.Config) []signals.QuerySpec {
+	out := make([]signals.QuerySpec, len(cfg.Signals.Prometheus.Queries))
+	for i, q := range cfg.Signals.Prometheus.Queries {
+		out[i] = signals.QuerySpec{Name: levels.Signal(q.Name), Query: q.Query, Interval: q.Interval}
+	}
+	return out
 }
 
 // queryRunner runs the Prometheus queries in force while the daemon runs,

@@ -84,7 +84,7 @@ func TestTimelineDropReasonsExported(t *testing.T) {
 	req.Host = "localhost"
 	w := httptest.NewRecorder()
 	d.Handler().ServeHTTP(w, req)
-	for _, reason := range []string{timeline.DropFull, timeline.DropWriteError} {
+	for _, reason := range timeline.DropReasons {
 		if want := `degraded_timeline_dropped_total{reason="` + reason + `"} 0`; !strings.Contains(w.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

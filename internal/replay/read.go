@@ -48,23 +48,40 @@ func Files(paths []string) ([]string, error) {
 	return out, nil
 }
 
+// MaxLineBytes caps one timeline line (its newline not counted). The
+// recorder writes lines of a few hundred bytes; a longer line is damaged
+// (or not a timeline at all): it is skipped and counted as corrupt without
+// ever being held whole, so a file of one endless line (/dev/zero) costs
+// no more memory than a good one.
+const MaxLineBytes = 1 << 20
+
+// futureSlack is how far past the reader's clock a line may be dated: a
+// line beyond now + 1 day is damaged (a clock set to 2099 would otherwise
+// stretch the report over decades).
+const futureSlack = 24 * time.Hour
+
 // stream reads one file's lines in order, each with its "at" read ahead
 // of the full parse, so that files merge without being parsed twice.
 type stream struct {
-	f    *os.File
-	br   *bufio.Reader
-	next []byte
-	at   time.Time
-	err  error
+	f      *os.File
+	br     *bufio.Reader
+	latest time.Time // lines dated after it are damaged
+	next   []byte
+	at     time.Time
+	err    error
 }
 
-// advance reads the stream's next line whose "at" reads; it returns false
-// at the end. Lines without one are counted in *corrupt and skipped.
+// advance reads the stream's next line whose "at" reads and is not after
+// s.latest; it returns false at the end. Other lines, and lines over
+// MaxLineBytes, are counted in *corrupt and skipped.
 func (s *stream) advance(corrupt *int) bool {
 	for {
-		b, err := s.br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			if at, ok := atOf(b); ok {
+		b, long, err := readLine(s.br)
+		switch {
+		case long:
+			*corrupt++
+		case len(bytes.TrimSpace(b)) > 0:
+			if at, ok := atOf(b); ok && !at.After(s.latest) {
 				s.next, s.at = b, at
 				return true
 			}
@@ -75,6 +92,25 @@ func (s *stream) advance(corrupt *int) bool {
 				s.err = err
 			}
 			return false
+		}
+	}
+}
+
+// readLine reads the next line, its newline included, into a new slice.
+// A line over MaxLineBytes is read to its end and dropped as it goes:
+// long is true and line is nil. err is the reader's, io.EOF at the end.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !long {
+			if size := len(line) + len(bytes.TrimSuffix(frag, []byte("\n"))); size > MaxLineBytes {
+				line, long = nil, true
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
 		}
 	}
 }
@@ -97,9 +133,9 @@ func atOf(b []byte) (time.Time, bool) {
 }
 
 // parse reads one timeline line and reports whether it is valid: JSON,
-// v 1, an at and a known trigger.
-func parse(b []byte, l *levels.Line) bool {
-	if json.Unmarshal(b, l) != nil || l.V != levels.LineVersion || l.At.IsZero() {
+// v 1, an at no later than latest and a known trigger.
+func parse(b []byte, l *levels.Line, latest time.Time) bool {
+	if json.Unmarshal(b, l) != nil || l.V != levels.LineVersion || l.At.IsZero() || l.At.After(latest) {
 		return false
 	}
 	switch l.Trigger {
@@ -123,8 +159,14 @@ func (m *merged) Pop() any {
 	return s
 }
 
-// batchSize is how many lines a parse worker takes at a time.
-const batchSize = 512
+// batchSize is how many lines a parse worker takes at a time, and
+// batchBytes how many bytes: a batch ends at whichever comes first, so that
+// the batches in flight (a few per CPU) hold a few MiB whatever the lines'
+// length (1,024 lines of 1 MiB once held 512 MiB per batch).
+const (
+	batchSize  = 512
+	batchBytes = 1 << 20
+)
 
 // batch is a run of merged lines, parsed by a worker; done is closed once
 // lines and ok are filled.
@@ -140,9 +182,12 @@ type batch struct {
 // given twice, or a directory and a file in it). The files are read as
 // streams, never held in memory; lines are parsed by one worker per CPU
 // and handed to fn in order. It returns the number of corrupt lines
-// skipped.
+// skipped: lines that do not parse, lines over MaxLineBytes and lines
+// dated more than a day after now. Memory stays bounded however large
+// the files or their lines.
 func each(files []string, fn func(levels.Line)) (corrupt int, err error) {
-	h, closeAll, corrupt, err := open(files)
+	latest := time.Now().Add(futureSlack)
+	h, closeAll, corrupt, err := open(files, latest)
 	defer closeAll()
 	if err != nil {
 		return corrupt, err
@@ -154,7 +199,7 @@ func each(files []string, fn func(levels.Line)) (corrupt int, err error) {
 		wg.Go(func() {
 			for b := range work {
 				for i, raw := range b.raw {
-					b.ok[i] = parse(raw, &b.lines[i])
+					b.ok[i] = parse(raw, &b.lines[i], latest)
 				}
 				close(b.done)
 			}
@@ -189,8 +234,9 @@ func each(files []string, fn func(levels.Line)) (corrupt int, err error) {
 	return corrupt + readCorrupt, readErr
 }
 
-// open opens files and reads the first line of each into a heap.
-func open(files []string) (h merged, closeAll func(), corrupt int, err error) {
+// open opens files and reads the first line of each into a heap; lines
+// dated after latest are damaged.
+func open(files []string, latest time.Time) (h merged, closeAll func(), corrupt int, err error) {
 	var all []*os.File
 	closeAll = func() {
 		for _, f := range all {
@@ -203,7 +249,7 @@ func open(files []string) (h merged, closeAll func(), corrupt int, err error) {
 			return nil, closeAll, corrupt, fmt.Errorf("timeline: %w", err)
 		}
 		all = append(all, f)
-		s := &stream{f: f, br: bufio.NewReaderSize(f, 256<<10)}
+		s := &stream{f: f, br: bufio.NewReaderSize(f, 64<<10), latest: latest}
 		if s.advance(&corrupt) {
 			h = append(h, s)
 		} else if s.err != nil {
@@ -218,18 +264,20 @@ func open(files []string) (h merged, closeAll func(), corrupt int, err error) {
 // hands each to send.
 func produce(h *merged, corrupt *int, send func(*batch)) error {
 	newBatch := func() *batch { return &batch{raw: make([][]byte, 0, batchSize), done: make(chan struct{})} }
-	b := newBatch()
+	b, size := newBatch(), 0
 	flush := func() {
 		if len(b.raw) > 0 {
 			b.lines, b.ok = make([]levels.Line, len(b.raw)), make([]bool, len(b.raw))
 			send(b)
-			b = newBatch()
+			b, size = newBatch(), 0
 		}
 	}
 	for h.Len() > 0 {
 		s := (*h)[0]
 		b.raw = append(b.raw, s.next)
-		if len(b.raw) == batchSize {
+		size += len(s.next)
+		s.next = nil // the batch holds it now
+		if len(b.raw) == batchSize || size >= batchBytes {
 			flush()
 		}
 		if s.advance(corrupt) {

@@ -4,7 +4,9 @@
 // /v1/timeline. Recording never blocks the health loop: lines go through a
 // bounded buffer to one writer goroutine, and a line that does not fit, or
 // cannot be written, is dropped and counted. Old files are deleted by age
-// and by total size.
+// and by total size; the total, the file being written included, stays
+// within record.max_bytes at every moment, and recording stops before the
+// disk is too short for the state file (Options.Reserve).
 //
 // It is not the replay: internal/replay reads the files and runs the rules.
 package timeline

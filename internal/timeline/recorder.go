@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/degraded/degraded/controller"
@@ -22,9 +23,21 @@ import (
 const (
 	// DropFull: the buffer was full (the writer is behind).
 	DropFull = "full"
-	// DropWriteError: the write failed (a full disk, a read-only one).
+	// DropWriteError: the write failed for another reason than a full
+	// disk (a read-only one, an I/O error).
 	DropWriteError = "write_error"
+	// DropBudget: the file being written has reached record.max_bytes
+	// (the older files are already deleted): recording stops until the
+	// next UTC day, or until a reload raises the budget.
+	DropBudget = "budget"
+	// DropDiskFull: the disk is full (ENOSPC), or its free space is below
+	// Options.Reserve: recording stops first, so that the state file can
+	// still be saved, and resumes once there is room again.
+	DropDiskFull = "disk_full"
 )
+
+// DropReasons are every reason a line is dropped for.
+var DropReasons = []string{DropFull, DropWriteError, DropBudget, DropDiskFull}
 
 // Settings are the reloadable settings (config record.*).
 type Settings struct {
@@ -33,8 +46,11 @@ type Settings struct {
 	// Retention deletes the files whose day ended longer ago than this
 	// (0: no age limit).
 	Retention time.Duration
-	// MaxBytes bounds the files' total size, oldest deleted first (0: no
-	// size limit). The file being written is never deleted.
+	// MaxBytes bounds the files' total size at every moment, the file
+	// being written included (0: no size limit). Before a line would take
+	// the total over it, the oldest files are deleted; the file being
+	// written never is, so once it alone would pass MaxBytes the day's
+	// further lines are dropped (DropBudget) until the next UTC day.
 	MaxBytes int64
 }
 
@@ -51,6 +67,11 @@ type Options struct {
 	Dropped func(reason string)
 	// Logger logs the first drop of each kind; nil discards.
 	Logger *slog.Logger
+	// Reserve, if set, is the free space in bytes to leave on the disk
+	// that holds Dir: a line that would leave less is dropped
+	// (DropDiskFull), so that the timeline never takes the room the state
+	// file needs. It is called before each write.
+	Reserve func() int64
 }
 
 // Recorder writes timeline lines. Create it with New, run its writer with
@@ -63,13 +84,17 @@ type Recorder struct {
 	dropped  func(string)
 	log      *slog.Logger
 	full     atomic.Bool // the buffer overflowed; logged, not yet written again
+	reserve  func() int64
 	open     func(name string) (file, error)
+	free     func(dir string) (int64, error) // bytes free to us on dir's disk
 
 	// Owned by the Run goroutine.
 	cur       file
 	curName   string
-	failing   bool      // writes fail; logged once
-	written   int64     // bytes written since the last retention pass
+	stopped   string    // the reason lines are being dropped for; logged once
+	total     int64     // the files' total size; -1: not known
+	overDay   string    // the day whose file reached overMax
+	overMax   int64     // the budget it reached
 	lastPrune time.Time // the line time of the last retention pass
 }
 
@@ -94,7 +119,8 @@ func New(o Options) *Recorder {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Recorder{dir: o.Dir, ch: make(chan levels.Line, o.Buffer), dropped: o.Dropped, log: o.Logger,
+	r := &Recorder{dir: o.Dir, ch: make(chan levels.Line, o.Buffer), dropped: o.Dropped, log: o.Logger, reserve: o.Reserve,
+		total: -1, free: freeSpace,
 		open: func(name string) (file, error) {
 			return os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 		}}
@@ -146,40 +172,109 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 }
 
-// write appends one line to its day's file. A failed write is truncated
-// away, so the file keeps whole lines, and the line is dropped.
+// write appends one line to its day's file, within the budget and the
+// disk's reserve. A failed write is truncated away, so the file keeps
+// whole lines, and the line is dropped.
 func (r *Recorder) write(l levels.Line) {
 	b, err := json.Marshal(l)
-	if err == nil {
-		err = r.append(FileName(l.At), append(b, '\n'))
-	}
 	if err != nil {
-		r.dropped(DropWriteError)
-		if !r.failing {
-			r.failing = true
-			r.log.Error("timeline: cannot write, dropping lines until a write succeeds", "dir", r.dir, "err", err)
-		}
+		r.drop(DropWriteError, err)
 		return
 	}
-	if r.failing {
-		r.failing = false
+	b = append(b, '\n')
+	name, s := FileName(l.At), r.settings.Load()
+	if r.lastPrune.IsZero() || l.At.Sub(r.lastPrune) >= time.Hour {
+		r.prune(name, l.At, s, 0) // the hourly pass by age
+	}
+	if reason, err := r.budget(name, l.At, s, int64(len(b))); reason != "" {
+		r.drop(reason, err)
+		return
+	}
+	if err := r.append(name, b); err != nil {
+		reason := DropWriteError
+		if errors.Is(err, errDiskShort) || errors.Is(err, syscall.ENOSPC) {
+			reason = DropDiskFull
+		}
+		r.drop(reason, err)
+		return
+	}
+	if r.total >= 0 {
+		r.total += int64(len(b))
+	}
+	if r.stopped != "" {
+		r.stopped = ""
 		r.log.Info("timeline: writing again", "dir", r.dir)
 	}
 	if r.full.Swap(false) {
 		r.log.Info("timeline: the writer caught up", "dir", r.dir)
 	}
-	r.written += int64(len(b) + 1)
-	s := r.settings.Load()
-	if name := FileName(l.At); r.lastPrune.IsZero() || l.At.Sub(r.lastPrune) >= time.Hour || (s.MaxBytes > 0 && r.written >= s.MaxBytes/8) {
-		r.lastPrune, r.written = l.At, 0
-		if err := prune(r.dir, name, l.At, s.Retention, s.MaxBytes); err != nil {
-			r.log.Warn("timeline: retention", "dir", r.dir, "err", err)
-		}
+}
+
+// budget says why a line of n bytes for the named file must be dropped
+// ("" if it fits): the oldest other files are deleted to make room under
+// s.MaxBytes, and once the named file alone leaves no room the day is
+// over budget.
+func (r *Recorder) budget(name string, now time.Time, s *Settings, n int64) (reason string, err error) {
+	if s.MaxBytes <= 0 {
+		return "", nil
+	}
+	if r.overDay == name && r.overMax == s.MaxBytes {
+		return DropBudget, errOverBudget
+	}
+	if r.total >= 0 && r.total+n <= s.MaxBytes {
+		return "", nil
+	}
+	r.prune(name, now, s, n)
+	if r.total < 0 || r.total+n <= s.MaxBytes {
+		return "", nil // a directory that cannot be listed: the write will say
+	}
+	r.overDay, r.overMax = name, s.MaxBytes
+	return DropBudget, errOverBudget
+}
+
+// prune applies retention, leaving room for a line of n bytes under
+// s.MaxBytes, and recounts the files' total size.
+func (r *Recorder) prune(current string, now time.Time, s *Settings, n int64) {
+	r.lastPrune = now
+	maxBytes := s.MaxBytes
+	if maxBytes > 0 {
+		maxBytes = max(maxBytes-n, 1) // 0 would mean no limit
+	}
+	total, err := prune(r.dir, current, now, s.Retention, maxBytes)
+	r.total = total
+	if err != nil {
+		r.log.Warn("timeline: retention", "dir", r.dir, "err", err)
+	}
+}
+
+var (
+	errOverBudget = errors.New("the file being written has reached record.max_bytes; recording resumes on the next UTC day")
+	errDiskShort  = errors.New("free space on the disk is below the reserve kept for the state file")
+)
+
+// drop counts a dropped line and logs the first of a run of drops for
+// the same reason.
+func (r *Recorder) drop(reason string, err error) {
+	r.dropped(reason)
+	if r.stopped == reason {
+		return
+	}
+	r.stopped = reason
+	switch reason {
+	case DropBudget:
+		r.log.Warn("timeline: record.max_bytes reached by today's file; dropping lines until the next UTC day", "dir", r.dir,
+			"max_bytes", r.settings.Load().MaxBytes)
+	case DropDiskFull:
+		r.log.Error("timeline: the disk is short of space; dropping lines until there is room, so that the state file can still be saved",
+			"dir", r.dir, "err", err)
+	default:
+		r.log.Error("timeline: cannot write, dropping lines until a write succeeds", "dir", r.dir, "err", err)
 	}
 }
 
 // append writes b to the named file in the directory, opening it when it
-// is not the current one. On a failed write it cuts the file back.
+// is not the current one, unless the disk would be left with less than the
+// reserve. On a failed write it cuts the file back.
 func (r *Recorder) append(name string, b []byte) error {
 	if name != r.curName || r.cur == nil {
 		r.closeFile()
@@ -191,7 +286,13 @@ func (r *Recorder) append(name string, b []byte) error {
 			return err
 		}
 		r.cur, r.curName = f, name
-		r.lastPrune = time.Time{} // a new day: apply retention now
+	}
+	if r.reserve != nil {
+		if free, err := r.free(r.dir); err == nil {
+			if reserve := r.reserve(); free-int64(len(b)) < reserve {
+				return fmt.Errorf("%w: %d bytes free, %d kept: %w", errDiskShort, free, reserve, syscall.ENOSPC)
+			}
+		}
 	}
 	st, err := r.cur.Stat()
 	if err != nil {

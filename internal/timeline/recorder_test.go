@@ -201,10 +201,10 @@ func TestFullDiskIsCountedAndLoggedOnce(t *testing.T) {
 		stop()
 		<-done
 
-		if got := d.get(DropWriteError); got != 5 {
-			t.Errorf("counted %d write errors, want 5", got)
+		if got := d.get(DropDiskFull); got != 5 {
+			t.Errorf("counted %d lines dropped for a full disk, want 5", got)
 		}
-		if n := strings.Count(log.String(), "cannot write"); n != 1 {
+		if n := strings.Count(log.String(), "short of space"); n != 1 {
 			t.Errorf("logged the full disk %d times, want once:\n%s", n, log.String())
 		}
 		lines := strings.Split(strings.TrimSuffix(string(f.data), "\n"), "\n")
@@ -263,7 +263,7 @@ func TestRetention(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := prune(dir, FileName(now), now, tt.retention, tt.maxBytes); err != nil {
+			if _, err := prune(dir, FileName(now), now, tt.retention, tt.maxBytes); err != nil {
 				t.Fatal(err)
 			}
 			ds, _ := days(dir)

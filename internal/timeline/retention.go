@@ -45,11 +45,16 @@ func days(dir string) ([]day, error) {
 
 // prune deletes, oldest first, the files whose day ended more than
 // retention before now and then those that keep the total over maxBytes.
-// The file named current is never deleted. Zero limits are no limits.
-func prune(dir, current string, now time.Time, retention time.Duration, maxBytes int64) error {
+// The file named current is never deleted. Zero limits are no limits. It
+// returns the total size of the files left: 0 when dir does not exist, -1
+// when it cannot be listed.
+func prune(dir, current string, now time.Time, retention time.Duration, maxBytes int64) (int64, error) {
 	ds, err := days(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
 	if err != nil {
-		return err
+		return -1, err
 	}
 	var total int64
 	for _, d := range ds {
@@ -71,5 +76,5 @@ func prune(dir, current string, now time.Time, retention time.Duration, maxBytes
 		}
 		total -= d.size
 	}
-	return errors.Join(errs...)
+	return total, errors.Join(errs...)
 }

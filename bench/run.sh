@@ -2,8 +2,8 @@
 # bench/run.sh: every performance measurement of degraded, side by side with
 # its peers, then docs/performance.md rewritten from the results.
 #
-#   bench/run.sh            full run (about 17 minutes on 2 cores)
-#   QUICK=1 bench/run.sh    one-iteration smoke (about 1 minute): writes
+#   bench/run.sh            full run (about 28 minutes on 2 cores)
+#   QUICK=1 bench/run.sh    one-iteration smoke (about 3 minutes): writes
 #                           bench/results/quick/performance-quick.md, not the docs
 #
 # Installs what it needs (Debian's redis-server and wrk; the fleet step uses
@@ -38,6 +38,7 @@ step "tools"
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v wrk >/dev/null || need+=(wrk)
+command -v taskset >/dev/null || need+=(util-linux)
 if [ "${#need[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -100,6 +101,14 @@ if command -v etcd >/dev/null; then
   cmds+=("degbench fleet -binary degraded -daemons $fleet_daemons -overrides $fleet_overrides -measure $fleet_measure")
   cmds+=("degbench fleet-scale -sizes $fleet_scale_sizes -measure $fleet_scale_measure -overrides $fleet_scale_overrides")
 fi
+# The overload step (degbench overload): a fixed-capacity service behind
+# each system under 3x, 10x, a 12x spike of the lowest class, a square
+# wave and a CPU-bound 3x (the service pinned to core 0 with taskset, the
+# generator and the daemon to core 1). About 10 minutes; a few seconds per
+# phase with QUICK=1.
+overload_args=()
+[ "$QUICK" = 1 ] && overload_args+=(-quick)
+cmds+=("degbench overload -binary degraded${overload_args[*]:+ ${overload_args[*]}}")
 printf '%s\n' "(cd bench && ${cmds[0]})" "${cmds[@]:1}" >"$results/commands.txt"
 
 step "micro-benchmarks: admission and recording"
@@ -140,6 +149,9 @@ if command -v etcd >/dev/null; then
 else
   echo "run.sh: no etcd on PATH (Debian: apt-get install etcd-server): the fleet-scale step is skipped" >&2
 fi
+
+step "overload: a fixed-capacity service under overload, each system in front"
+timeout 1200 "$bin/degbench" overload -binary "$bin/degraded" "${overload_args[@]}" -out "$results/overload.json"
 
 step "report"
 "$bin/degbench" report -results "$results" -findings "$here/findings.md" -out "$out"

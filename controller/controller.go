@@ -178,14 +178,19 @@ type run struct {
 	// pass the ceiling; heldSteps their sequence steps.
 	held      []Transition
 	heldSteps int
-	dirty     bool      // a durable change not yet saved
-	unsaved   bool      // the last save failed
-	holdLog   time.Time // when holding at the ceiling was last logged
-	errSince  time.Time // when the error window came into use
-	failing   map[levels.Signal]string
-	lastEvent time.Time
-	timer     *time.Timer // a due event evaluation; nil when none
-	ticker    *time.Ticker
+	dirty     bool // a durable change not yet saved
+	unsaved   bool // the last save failed
+	// failedSaves counts the saves that failed since the last that did;
+	// saveErr and saveLog are the error last logged and when.
+	failedSaves int
+	saveErr     string
+	saveLog     time.Time
+	holdLog     time.Time // when holding at the ceiling was last logged
+	errSince    time.Time // when the error window came into use
+	failing     map[levels.Signal]string
+	lastEvent   time.Time
+	timer       *time.Timer // a due event evaluation; nil when none
+	ticker      *time.Ticker
 }
 
 // New returns a controller resumed from o.Store, if it holds a state. It

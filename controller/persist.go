@@ -45,8 +45,8 @@ func (c *Controller) save(clean bool) error {
 		c.saved(err)
 		if clean {
 			c.log.Error("cannot save state at shutdown", "err", err)
-		} else {
-			c.log.Error("cannot save state; will retry on the next health check", "err", err)
+		} else if c.logSaveError(err) {
+			c.log.Error("cannot save state; will retry on the next health check", "err", err, "failed_saves", r.failedSaves)
 		}
 		return fmt.Errorf("%w: %w", ErrNotSaved, err)
 	}
@@ -80,12 +80,40 @@ func (c *Controller) saveAhead(next levels.Machine, now time.Time, out levels.Ou
 	return nil
 }
 
-// saved notes a save's outcome for the retry and the metric.
+// saved notes a save's outcome for the retry, the metric and the log.
 func (c *Controller) saved(err error) {
-	c.run.unsaved = err != nil
+	r := &c.run
+	if err != nil {
+		r.failedSaves++
+	} else if r.unsaved {
+		c.log.Info("state saved again", "failed_saves", r.failedSaves)
+		r.failedSaves, r.saveErr, r.saveLog = 0, "", time.Time{}
+	}
+	r.unsaved = err != nil
 	if c.observer != nil {
 		c.observer.SaveFailed(err != nil)
 	}
+}
+
+// saveLogEvery is how often a save that keeps failing the same way is
+// logged: it is retried on every health check.
+const saveLogEvery = time.Minute
+
+// logSaveError reports whether a failed save should be logged: a new
+// cause (the innermost error: the temp file's name changes every time), or
+// the same one a minute after it was last logged.
+func (c *Controller) logSaveError(err error) bool {
+	r := &c.run
+	now := time.Now()
+	cause := err
+	for u := errors.Unwrap(cause); u != nil; u = errors.Unwrap(cause) {
+		cause = u
+	}
+	if msg := cause.Error(); msg != r.saveErr || now.Sub(r.saveLog) >= saveLogEvery {
+		r.saveErr, r.saveLog = msg, now
+		return true
+	}
+	return false
 }
 
 // savedHistory is the history a save writes: the published entries, the

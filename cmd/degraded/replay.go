@@ -89,24 +89,13 @@ files; lines are merged by time, duplicates dropped, corrupt lines skipped.`,
 // errInterrupted ends a replay cut short by SIGINT or SIGTERM (exit 1).
 var errInterrupted = errors.New("replay interrupted before the timeline was read to its end")
 
-// runReplay runs the replay until it ends or ctx does. A read from a FIFO
-// or a pipe blocks until its writer writes, and replay.Run cannot be
-// stopped meanwhile: an interrupt returns at once and leaves it to end
-// with the process.
+// runReplay runs the replay until it ends or ctx does: an interrupt
+// closes the files (a read from a FIFO ends with them) and is errInterrupted.
 func runReplay(ctx context.Context, o replay.Options) (*replay.Result, error) {
-	type result struct {
-		res *replay.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := replay.Run(o)
-		done <- result{res, err}
-	}()
-	select {
-	case r := <-done:
-		return r.res, r.err
-	case <-ctx.Done():
+	o.Context = ctx
+	res, err := replay.Run(o)
+	if ctx.Err() != nil {
 		return nil, errInterrupted
 	}
+	return res, err
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"container/heap"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,12 +186,12 @@ type batch struct {
 // skipped: lines that do not parse, lines over MaxLineBytes and lines
 // dated more than a day after now. Memory stays bounded however large
 // the files or their lines.
-func each(files []string, fn func(levels.Line)) (corrupt int, err error) {
+func each(ctx context.Context, files []string, fn func(levels.Line)) (corrupt int, err error) {
 	latest := time.Now().Add(futureSlack)
-	h, closeAll, corrupt, err := open(files, latest)
+	h, closeAll, corrupt, err := open(ctx, files, latest)
 	defer closeAll()
 	if err != nil {
-		return corrupt, err
+		return corrupt, ctxOr(ctx, err)
 	}
 	work := make(chan *batch)
 	ordered := make(chan *batch, 2*runtime.GOMAXPROCS(0))
@@ -231,14 +232,19 @@ func each(files []string, fn func(levels.Line)) (corrupt int, err error) {
 		}
 	}
 	wg.Wait()
+	if readErr != nil || ctx.Err() != nil {
+		readErr = ctxOr(ctx, readErr)
+	}
 	return corrupt + readCorrupt, readErr
 }
 
 // open opens files and reads the first line of each into a heap; lines
-// dated after latest are damaged.
-func open(files []string, latest time.Time) (h merged, closeAll func(), corrupt int, err error) {
-	var all []*os.File
-	closeAll = func() {
+// dated after latest are damaged. An end of ctx closes the files, which
+// ends a read that never finds a line's end (/dev/zero) or waits on a FIFO
+// or a pipe; closeAll stops watching ctx and closes them.
+func open(ctx context.Context, files []string, latest time.Time) (h merged, closeAll func(), corrupt int, err error) {
+	all := make([]*os.File, 0, len(files))
+	closeFiles := func() {
 		for _, f := range all {
 			f.Close()
 		}
@@ -246,18 +252,32 @@ func open(files []string, latest time.Time) (h merged, closeAll func(), corrupt 
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, closeAll, corrupt, fmt.Errorf("timeline: %w", err)
+			closeFiles()
+			return nil, func() {}, corrupt, fmt.Errorf("timeline: %w", err)
 		}
 		all = append(all, f)
+	}
+	stop := context.AfterFunc(ctx, closeFiles)
+	closeAll = func() { stop(); closeFiles() }
+	for i, f := range all {
 		s := &stream{f: f, br: bufio.NewReaderSize(f, 64<<10), latest: latest}
 		if s.advance(&corrupt) {
 			h = append(h, s)
 		} else if s.err != nil {
-			return nil, closeAll, corrupt, fmt.Errorf("timeline %s: %w", name, s.err)
+			return nil, closeAll, corrupt, fmt.Errorf("timeline %s: %w", files[i], s.err)
 		}
 	}
 	heap.Init(&h)
 	return h, closeAll, corrupt, nil
+}
+
+// ctxOr is ctx's error once it ended (the files were closed under the
+// reader), else err.
+func ctxOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // produce merges the streams of h into batches, in order of at, and

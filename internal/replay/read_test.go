@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -111,7 +112,7 @@ func TestBatchesAreBoundedInBytes(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, closeAll, _, err := open([]string{path}, time.Now().Add(futureSlack))
+	h, closeAll, _, err := open(context.Background(), []string{path}, time.Now().Add(futureSlack))
 	defer closeAll()
 	if err != nil {
 		t.Fatal(err)

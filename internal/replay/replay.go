@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -23,6 +24,10 @@ type Options struct {
 	// run through the machine, so that the report starts from the state
 	// they left; lines after To are not read further.
 	From, To time.Time
+	// Context, when it ends, stops the replay: the files are closed (which
+	// ends a read blocked on a FIFO) and Run returns its error. nil never
+	// ends.
+	Context context.Context
 	// Seed, if set, draws the candidate's recovery jitter from a source
 	// seeded with it. Otherwise each draw is the recorded one (the jitter_r
 	// of the line that drew it), capped at the candidate's recovery_jitter,
@@ -113,8 +118,12 @@ func Run(o Options) (*Result, error) {
 	if o.Seed != nil {
 		e.rand = rand.New(rand.NewPCG(uint64(*o.Seed), 0)).Float64
 	}
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	valid := 0
-	corrupt, err := each(o.Files, func(l levels.Line) {
+	corrupt, err := each(ctx, o.Files, func(l levels.Line) {
 		valid++
 		if o.To.IsZero() || !l.At.After(o.To) {
 			e.line(l)

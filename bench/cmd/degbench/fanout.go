@@ -30,7 +30,10 @@ type fanoutResult struct {
 	PayloadBytes int  // the state document carried by each event and message
 	Degraded     []changeStats
 	Redis        []changeStats
-	PutMs        []float64 // how long each override PUT took to answer
+	// Floor is the bare floor (fanout_floor.go): one process writing the
+	// same event to as many sockets in a loop, no daemon.
+	Floor []changeStats
+	PutMs []float64 // how long each override PUT took to answer
 	// Daemon memory before the subscribers connected and after the
 	// changes, with every subscriber still connected.
 	DaemonBefore, DaemonAfter memStats
@@ -101,7 +104,17 @@ func fanoutCmd(args []string) error {
 		return err
 	}
 	defer redisSubs.stop()
-	fmt.Fprintf(os.Stderr, "fanout: %d SSE and %d Redis subscribers connected in %.1fs\n", *n, *n, time.Since(start).Seconds())
+	floor, err := startFloor()
+	if err != nil {
+		return err
+	}
+	defer floor.stop()
+	floorSubs, err := startSubscribers("sse", floor.url+"/v1/level/stream", *n)
+	if err != nil {
+		return err
+	}
+	defer floorSubs.stop()
+	fmt.Fprintf(os.Stderr, "fanout: %d SSE, %d Redis and %d floor subscribers connected in %.1fs\n", *n, *n, *n, time.Since(start).Seconds())
 	time.Sleep(time.Second)
 
 	levels := []string{"Major", "Minor"}
@@ -144,28 +157,41 @@ func fanoutCmd(args []string) error {
 		}
 		return redisSubs.result(key, t0)
 	}
-	// Two warm-up changes each, then the measured ones, alternating which
-	// system goes first so that neither always follows the other.
-	for i := range *changes + 2 {
-		var a, b changeStats
-		var err error
-		if i%2 == 0 {
-			if a, err = sseChange(i); err == nil {
-				time.Sleep(100 * time.Millisecond)
-				b, err = redisChange(i)
-			}
-		} else {
-			if b, err = redisChange(i); err == nil {
-				time.Sleep(100 * time.Millisecond)
-				a, err = sseChange(i)
-			}
+	floorChange := func(i int) (changeStats, error) {
+		key := uint64(i + 1)
+		if err := floorSubs.expect(key); err != nil {
+			return changeStats{}, err
 		}
+		t0 := now()
+		got, err := floor.publish(hc, key, payload)
 		if err != nil {
-			return err
+			return changeStats{}, err
+		}
+		if got != *n {
+			return changeStats{}, fmt.Errorf("the floor wrote to %d subscribers, expected %d", got, *n)
+		}
+		return floorSubs.result(key, t0)
+	}
+	// Two warm-up changes each, then the measured ones, rotating which
+	// system goes first so that none always follows another.
+	systems := []func(int) (changeStats, error){sseChange, redisChange, floorChange}
+	for i := range *changes + 2 {
+		var got [3]changeStats
+		for k := range systems {
+			j := (i + k) % len(systems)
+			if k > 0 {
+				time.Sleep(100 * time.Millisecond)
+			}
+			c, err := systems[j](i)
+			if err != nil {
+				return err
+			}
+			got[j] = c
 		}
 		if i >= 2 {
-			res.Degraded = append(res.Degraded, a)
-			res.Redis = append(res.Redis, b)
+			res.Degraded = append(res.Degraded, got[0])
+			res.Redis = append(res.Redis, got[1])
+			res.Floor = append(res.Floor, got[2])
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -175,9 +201,10 @@ func fanoutCmd(args []string) error {
 	if res.RedisRSSAfter, err = procRSS(rs.pid()); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "fanout: to the last subscriber p50/p99/max: degraded %.1f/%.1f/%.1f ms, redis %.1f/%.1f/%.1f ms; PUT p50 %.1f ms; daemon RSS %.1f -> %.1f MiB\n",
+	fmt.Fprintf(os.Stderr, "fanout: to the last subscriber p50/p99/max: degraded %.1f/%.1f/%.1f ms, redis %.1f/%.1f/%.1f ms, floor %.1f/%.1f/%.1f ms; PUT p50 %.1f ms; daemon RSS %.1f -> %.1f MiB\n",
 		quantile(lastMs(res.Degraded), .5), quantile(lastMs(res.Degraded), .99), quantile(lastMs(res.Degraded), 1),
 		quantile(lastMs(res.Redis), .5), quantile(lastMs(res.Redis), .99), quantile(lastMs(res.Redis), 1),
+		quantile(lastMs(res.Floor), .5), quantile(lastMs(res.Floor), .99), quantile(lastMs(res.Floor), 1),
 		quantile(res.PutMs, .5), res.DaemonBefore.RSS/(1<<20), res.DaemonAfter.RSS/(1<<20))
 	return writeJSON(*out, res)
 }

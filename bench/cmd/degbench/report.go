@@ -22,7 +22,8 @@ func reportCmd(args []string) error {
 	out := fs.String("out", "performance.md", "report to write")
 	_ = fs.Parse(args)
 
-	var r report
+	// The plots go beside the report, in img/ (docs/img/ for docs/performance.md).
+	r := report{imgDir: filepath.Join(filepath.Dir(*out), "img")}
 	if err := r.load(*dir); err != nil {
 		return err
 	}
@@ -47,6 +48,10 @@ type report struct {
 	reaction *reactionResult
 	idle     *idleResult
 	fleet    *fleetResult
+	overload *overloadResult
+	// overloadChecks are the overload targets judged per phase and system.
+	overloadChecks []overloadCheck
+	imgDir         string // where the plots are written
 	// fleetScale is `degbench fleet-scale`'s result (report_fleet_scale.go).
 	fleetScale *fleetScaleResult
 	// verdicts collected while writing the sections, for the summary
@@ -71,7 +76,7 @@ func (r *report) load(dir string) error {
 	if err := r.loadMicro(filepath.Join(dir, "micro.txt")); err != nil {
 		return err
 	}
-	for name, v := range map[string]any{"fanout.json": &r.fanout, "fanout-memory.json": &r.fanMem, "http.json": &r.http, "scale.json": &r.scale, "reaction.json": &r.reaction, "idle.json": &r.idle, "fleet.json": &r.fleet, "fleet-scale.json": &r.fleetScale} {
+	for name, v := range map[string]any{"fanout.json": &r.fanout, "fanout-memory.json": &r.fanMem, "http.json": &r.http, "scale.json": &r.scale, "reaction.json": &r.reaction, "idle.json": &r.idle, "fleet.json": &r.fleet, "overload.json": &r.overload, "fleet-scale.json": &r.fleetScale} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if os.IsNotExist(err) {
 			continue
@@ -147,6 +152,7 @@ func (r *report) write(b *strings.Builder) {
 	r.writeReplay(&body)
 	r.writeFleet(&body)
 	r.writeMiddleware(&body)
+	r.writeOverload(&body)
 	r.writeFleetScale(&body)
 
 	p("# Performance\n\n")
@@ -254,12 +260,18 @@ func (r *report) writeFanout(b *strings.Builder) {
 	p("`degbench fanout` (bench/cmd/degbench/fanout.go). The real daemon (signals off, default\n")
 	p("`data_dir`, so each change is saved to disk as in production) with %d SSE subscribers on\n", f.Subscribers)
 	p("`/v1/level/stream`, and redis-server %s with %d subscribers on one channel, in the same run.\n", f.RedisVersion, f.Subscribers)
+	if len(f.Floor) > 0 {
+		p("Beside them the bare floor (`degbench floor`, bench/cmd/degbench/fanout_floor.go): one process, no\n")
+		p("daemon, holding %d SSE connections, that on each request writes the same event to every one of\n", f.Subscribers)
+		p("them in a loop, one write(2) per socket: the least any server does to deliver it.\n")
+	}
 	p("The subscribers of each system are held by their own child process: raw non-blocking sockets\n")
-	p("read by one epoll loop per core, the same code for both systems.\n")
-	p("A change is an override PUT (alternately Major and Minor), or one PUBLISH of the same %d-byte\n", f.PayloadBytes)
-	p("state document; the clock starts just before the request is sent and stops when the last of\n")
-	p("the %d subscribers has read the whole event. %d measured changes per system after 2 warm-ups,\n", f.Subscribers, f.Changes)
-	p("alternating which system goes first. p99 over %d changes is their maximum but one at most.\n\n", f.Changes)
+	p("read by one epoll loop per core, the same code for every system.\n")
+	p("A change is an override PUT (alternately Major and Minor), one PUBLISH of the same %d-byte\n", f.PayloadBytes)
+	p("state document, or one POST of it to the floor; the clock starts just before the request is\n")
+	p("sent and stops when the last of the %d subscribers has read the whole event. %d measured\n", f.Subscribers, f.Changes)
+	p("changes per system after 2 warm-ups,\n")
+	p("rotating which system goes first. p99 over %d changes is their maximum but one at most.\n\n", f.Changes)
 	p("| system | to last subscriber p50 | p99 | max | to median subscriber p50 | to first p50 |\n|---|---:|---:|---:|---:|---:|\n")
 	row := func(name string, cs []changeStats) {
 		var med, first []float64
@@ -271,6 +283,9 @@ func (r *report) writeFanout(b *strings.Builder) {
 	}
 	row("degraded (SSE, PUT /v1/override)", f.Degraded)
 	row("Redis pub/sub (PUBLISH)", f.Redis)
+	if len(f.Floor) > 0 {
+		row("bare floor (one process, a write(2) per socket)", f.Floor)
+	}
 	if m := r.fanMem; m != nil {
 		row("second run: degraded with `data_dir: \"\"` (nothing saved per change)", m.Degraded)
 		row("second run: Redis pub/sub", m.Redis)
@@ -281,7 +296,14 @@ func (r *report) writeFanout(b *strings.Builder) {
 	if m := r.fanMem; m != nil {
 		p("; with the state in memory, in %.1f ms (p99 %.1f ms); the verdicts use the first run", quantile(m.PutMs, .5), quantile(m.PutMs, .99))
 	}
-	p(".\n\n")
+	p(".\n")
+	var fp99 float64
+	if len(f.Floor) > 0 {
+		fp99 = quantile(lastMs(f.Floor), .99)
+		p("Ratio degraded / the bare floor, to the last subscriber: p50 %.2f×, p99 %.2f× (Redis / floor: p99 %.2f×).\n",
+			quantile(lastMs(f.Degraded), .5)/quantile(lastMs(f.Floor), .5), dp99/fp99, rp99/fp99)
+	}
+	p("\n")
 
 	n := float64(f.Subscribers)
 	perSub := (f.DaemonAfter.RSS - f.DaemonBefore.RSS) / n
@@ -302,6 +324,13 @@ func (r *report) writeFanout(b *strings.Builder) {
 		fmt.Sprintf("%.1f ms vs %.1f ms (%.2f×)", dp99, rp99, dp99/rp99),
 		yes(dp99 <= rp99) + why,
 	})
+	if len(f.Floor) > 0 {
+		r.verdicts = append(r.verdicts, verdict{
+			fmt.Sprintf("fan-out to %d: p99 ≤ 1.5× the bare floor's", f.Subscribers),
+			fmt.Sprintf("%.1f ms vs %.1f ms (%.2f×)", dp99, fp99, dp99/fp99),
+			yes(dp99 <= 1.5*fp99),
+		})
+	}
 	why = ""
 	if perSub > 8192 {
 		why = ": see finding F3"

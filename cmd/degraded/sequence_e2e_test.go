@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSequenceNeverOutrunsTheDisk: with the disk full, overrides are
+// refused (503, nothing applied) and automatic changes are published only
+// up to the sequence ceiling the last successful save reserved; the state
+// is then held. After SIGKILL and a restart on a freed disk, no sequence a
+// reader saw names a different state: the daemon resumes above all of them.
+// (As it stood, 1,100 override flips answered 500 but were published, and
+// the restart republished 1001 as another state.)
+func TestSequenceNeverOutrunsTheDisk(t *testing.T) {
+	t.Parallel()
+	disk := smallDisk(t, "1m")
+	data := filepath.Join(disk, "data")
+	cfg := writeConfig(t, t.TempDir(), `
+listen: 127.0.0.1:0
+data_dir: `+data+`
+health_check_interval: 10ms
+minimum_level_duration: 0s
+error_rate_window: 20ms
+error_rate_window_buckets: 2
+min_throughput: 0
+recovery_jitter: 0
+blind_hold: 0s
+admission: {mode: levels}
+record: {enabled: false}
+signals: {cpu: {source: off}, memory: {source: off}}
+levels:
+  - {name: L1, priority_threshold: 10, error_rate_percent: 1}
+  - {name: L2, priority_threshold: 20, error_rate_percent: 2}
+  - {name: L3, priority_threshold: 30, error_rate_percent: 3}
+  - {name: L4, priority_threshold: 40, error_rate_percent: 4}
+  - {name: L5, priority_threshold: 50, error_rate_percent: 5}
+`)
+	d := start(t, "serve", "--config", cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := map[uint64]string{} // sequence -> level, as a reader saw it
+	events := d.events(t, ctx)
+	record := func() {
+		for {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					return
+				}
+				level, seq, _ := strings.Cut(e, ":")
+				var n uint64
+				fmt.Sscan(seq, &n)
+				seen[n] = level
+			default:
+				return
+			}
+		}
+	}
+	fill(t, disk)
+
+	// An override cannot be saved: refused and not applied.
+	before := d.level(t, "")
+	if resp, body := d.request(t, "PUT", "/v1/override", "", `{"level":"L3","ttl":"1h","reason":"disk full"}`); resp.StatusCode != 503 {
+		t.Fatalf("override with the disk full: %d %s, want 503", resp.StatusCode, body)
+	}
+	if after := d.level(t, ""); after.Override != nil || after.Sequence != before.Sequence {
+		t.Fatalf("a refused override changed the state: %+v, was %+v", after, before)
+	}
+
+	// Automatic changes: failures take the level to L5 at once, and once
+	// the 20ms window forgets them each 10ms tick steps down one level,
+	// until the state is held at the ceiling.
+	var last uint64
+	held := 0
+	for i := 0; i < 1000 && held < 20; i++ {
+		d.request(t, "POST", "/v1/outcomes", "", `{"success":0,"failure":100}`)
+		time.Sleep(70 * time.Millisecond)
+		record()
+		if s := d.level(t, "").Sequence; s == last {
+			held++
+		} else {
+			held, last = 0, s
+		}
+	}
+	if held < 20 {
+		t.Fatalf("the sequence kept moving (now %d, held for %d rounds) with every save failing: it must stop at the reserved ceiling", last, held)
+	}
+	if v := d.metric(t, "degraded_state_save_failed"); v != 1 {
+		t.Errorf("degraded_state_save_failed %v, want 1 while saves fail", v)
+	}
+	if n := strings.Count(d.logs.String(), "cannot save state"); n > 3 {
+		t.Errorf("the failing save was logged %d times: once, and again after a minute, is enough", n)
+	}
+	if !strings.Contains(d.logs.String(), "state not published") {
+		t.Errorf("holding at the ceiling (sequence %d) was not logged:\n%s", last, d.logs)
+	}
+	record()
+	var highest uint64
+	for s := range seen {
+		highest = max(highest, s)
+	}
+	if highest > 1001 {
+		t.Errorf("a reader saw sequence %d: past the ceiling the start reserved (about 1000)", highest)
+	}
+
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	os.Remove(filepath.Join(disk, "filler"))
+	again := start(t, "serve", "--config", cfg)
+	doc := again.level(t, "")
+	if doc.Sequence <= highest {
+		t.Errorf("after SIGKILL and a restart: sequence %d, but a reader saw %d: a seen sequence could name another state", doc.Sequence, highest)
+	}
+	if !strings.Contains(again.history(t), `"source":"restart"`) {
+		t.Errorf("no restart entry in the history after the unclean shutdown: %s", again.history(t))
+	}
+}
+
+// fill takes every free byte of the file system at dir.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for {
+		if _, err := f.Write(chunk[:1]); err != nil {
+			return
+		}
+	}
+}

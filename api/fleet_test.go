@@ -17,17 +17,22 @@ import (
 // fakeFleet commits to memory and applies to the controller, as the
 // daemon's fleet service does with etcd; down makes etcd unreachable.
 type fakeFleet struct {
-	c    *controller.Controller
-	mu   sync.Mutex
-	rev  int64
-	down bool
-	log  []FleetAuditEntry
+	c     *controller.Controller
+	mu    sync.Mutex
+	rev   int64
+	down  bool
+	why   error // wrapped with ErrFleetUnavailable when down: ErrFleetAuth, ErrFleetTLS
+	log   []FleetAuditEntry
+	limit int // the last Document's
 }
 
 func (f *fakeFleet) SetOverride(_ context.Context, r controller.OverrideRequest) error {
 	f.mu.Lock()
 	if f.down {
 		f.mu.Unlock()
+		if f.why != nil {
+			return fmt.Errorf("%w: %w: rpc error: code = InvalidArgument desc = etcdserver: authentication failed, invalid user ID or password", ErrFleetUnavailable, f.why)
+		}
 		return fmt.Errorf("%w: dial tcp 127.0.0.1:2379: connection refused", ErrFleetUnavailable)
 	}
 	f.rev++
@@ -39,7 +44,7 @@ func (f *fakeFleet) SetOverride(_ context.Context, r controller.OverrideRequest)
 	return err
 }
 
-func (f *fakeFleet) ClearOverride(context.Context) error {
+func (f *fakeFleet) ClearOverride(context.Context, string) error {
 	f.mu.Lock()
 	f.rev++
 	u := controller.FleetUpdate{Revision: f.rev}
@@ -48,7 +53,10 @@ func (f *fakeFleet) ClearOverride(context.Context) error {
 	return err
 }
 
-func (f *fakeFleet) Document() FleetDocument {
+func (f *fakeFleet) Document(_ context.Context, limit int) FleetDocument {
+	f.mu.Lock()
+	f.limit = limit
+	f.mu.Unlock()
 	return FleetDocument{Name: "shop", Instance: "web-1", Connected: !f.down, Override: f.c.FleetOverride(),
 		Instances: []FleetInstance{}, Levels: map[string]int{}}
 }
@@ -114,19 +122,51 @@ func TestFleetOverrideRoutes(t *testing.T) {
 	if w.Code != http.StatusServiceUnavailable || strings.Contains(w.Body.String(), "2379") {
 		t.Errorf("PUT with etcd down: %d %s, want 503 without internals", w.Code, w.Body)
 	}
+	for _, c := range []struct {
+		why  error
+		want string
+	}{
+		{ErrFleetAuth, `"etcd refused this daemon's credentials (fleet.etcd.username, fleet.etcd.password_file): the fleet override was not changed"`},
+		{ErrFleetTLS, `"the TLS handshake with etcd failed (fleet.etcd.tls): the fleet override was not changed"`},
+	} {
+		f.why = c.why
+		w = r.do("PUT", "/v1/fleet/override", body, auth...)
+		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), c.want) || strings.Contains(w.Body.String(), "invalid user ID") {
+			t.Errorf("PUT with etcd refusing (%v): %d %s, want 503 saying %s, without internals", c.why, w.Code, w.Body, c.want)
+		}
+	}
+}
+
+func TestFleetViewLimit(t *testing.T) {
+	f := &fakeFleet{}
+	r := newRig(t, Deps{Fleet: f})
+	f.c = r.c
+	for _, c := range []struct {
+		query string
+		code  int
+		limit int
+	}{{"", 200, 100}, {"?limit=7", 200, 7}, {"?limit=1000", 200, 1000}, {"?limit=0", 400, 0}, {"?limit=1001", 400, 0}, {"?limit=x", 400, 0}} {
+		f.limit = 0
+		w := r.do("GET", "/v1/fleet"+c.query, "")
+		if w.Code != c.code || f.limit != c.limit {
+			t.Errorf("GET /v1/fleet%s: %d, listed up to %d; want %d, up to %d", c.query, w.Code, f.limit, c.code, c.limit)
+		}
+	}
 }
 
 func TestFleetMetrics(t *testing.T) {
 	off := prometheus.NewRegistry()
 	RegisterFleetMetrics(off, nil)
 	on := prometheus.NewRegistry()
-	RegisterFleetMetrics(on, func() FleetStatus { return FleetStatus{Connected: true, Instances: 7, Conflict: true} })
+	RegisterFleetMetrics(on, func() FleetStatus {
+		return FleetStatus{Connected: true, Instances: 7, Conflict: true, Aggregator: true, OverridesRefused: 2}
+	})
 	for _, c := range []struct {
 		reg  *prometheus.Registry
 		want string
 	}{
-		{off, "degraded_fleet_connected 0\ndegraded_fleet_instance_conflict 0\ndegraded_fleet_instances 0\n"},
-		{on, "degraded_fleet_connected 1\ndegraded_fleet_instance_conflict 1\ndegraded_fleet_instances 7\n"},
+		{off, "degraded_fleet_aggregator 0\ndegraded_fleet_connected 0\ndegraded_fleet_instance_conflict 0\ndegraded_fleet_instances 0\ndegraded_fleet_override_refused_total 0\n"},
+		{on, "degraded_fleet_aggregator 1\ndegraded_fleet_connected 1\ndegraded_fleet_instance_conflict 1\ndegraded_fleet_instances 7\ndegraded_fleet_override_refused_total 2\n"},
 	} {
 		mfs, err := c.reg.Gather()
 		if err != nil {
@@ -134,7 +174,12 @@ func TestFleetMetrics(t *testing.T) {
 		}
 		var got strings.Builder
 		for _, mf := range mfs {
-			fmt.Fprintf(&got, "%s %g\n", mf.GetName(), mf.GetMetric()[0].GetGauge().GetValue())
+			m := mf.GetMetric()[0]
+			v := m.GetGauge().GetValue()
+			if m.Counter != nil {
+				v = m.GetCounter().GetValue()
+			}
+			fmt.Fprintf(&got, "%s %g\n", mf.GetName(), v)
 		}
 		if got.String() != c.want {
 			t.Errorf("metrics:\n%s\nwant:\n%s", got.String(), c.want)

@@ -22,11 +22,13 @@ if [ "$QUICK" = 1 ]; then
   count=1 benchtime=1x subscribers=200 changes=3 wrk_runs=1 wrk_duration=1s
   reaction_trials=5 reaction_subscribers=200 idle_duration=3s idle_warmup=1s scale_sizes=100,300 scale_changes=3
   fleet_daemons=5 fleet_overrides=3 fleet_measure=3s
+  fleet_scale_sizes=50,100 fleet_scale_measure=3s fleet_scale_overrides=2
   out="$results/performance-quick.md"
 else
   count=5 benchtime=300ms subscribers=10000 changes=40 wrk_runs=5 wrk_duration=10s
   reaction_trials=200 reaction_subscribers=10000 idle_duration=60s idle_warmup=5s scale_sizes=1000,10000,top scale_changes=20
   fleet_daemons=50 fleet_overrides=20 fleet_measure=10s
+  fleet_scale_sizes=100,300,1000 fleet_scale_measure=10s fleet_scale_overrides=10
   out="$root/docs/performance.md"
 fi
 
@@ -97,6 +99,7 @@ cmds=(
 )
 if command -v etcd >/dev/null; then
   cmds+=("degbench fleet -binary degraded -daemons $fleet_daemons -overrides $fleet_overrides -measure $fleet_measure")
+  cmds+=("degbench fleet-scale -sizes $fleet_scale_sizes -measure $fleet_scale_measure -overrides $fleet_scale_overrides")
 fi
 # The overload step (degbench overload): a fixed-capacity service behind
 # each system under 3x, 10x, a 12x spike of the lowest class, a square
@@ -137,6 +140,14 @@ if command -v etcd >/dev/null; then
     -measure "$fleet_measure" -out "$results/fleet.json"
 else
   echo "run.sh: no etcd on PATH (Debian: apt-get install etcd-server): the fleet step is skipped" >&2
+fi
+
+step "fleet at scale: members of the fleet package at $fleet_scale_sizes on one etcd"
+if command -v etcd >/dev/null; then
+  timeout 900 "$bin/degbench" fleet-scale -sizes "$fleet_scale_sizes" -measure "$fleet_scale_measure" \
+    -overrides "$fleet_scale_overrides" -out "$results/fleet-scale.json"
+else
+  echo "run.sh: no etcd on PATH (Debian: apt-get install etcd-server): the fleet-scale step is skipped" >&2
 fi
 
 step "overload: a fixed-capacity service under overload, each system in front"

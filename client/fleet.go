@@ -28,17 +28,46 @@ type FleetOverride struct {
 }
 
 // Fleet is the fleet view (GET /v1/fleet): this instance, the fleet
-// override, the live instances and their summed error windows.
+// override, the aggregator, the live instances and the aggregate's sums
+// of their error windows.
 type Fleet struct {
-	Name             string          `json:"name"`
-	Instance         string          `json:"instance"`
-	Connected        bool            `json:"connected"`
-	Override         *FleetOverride  `json:"override"`
-	Instances        []FleetInstance `json:"instances"`
-	Levels           map[string]int  `json:"levels"`
-	ErrorRatePercent *float64        `json:"error_rate_percent"`
-	WindowAttempts   int64           `json:"window_attempts"`
-	WindowFailures   int64           `json:"window_failures"`
+	Name      string         `json:"name"`
+	Instance  string         `json:"instance"`
+	Connected bool           `json:"connected"`
+	Override  *FleetOverride `json:"override"`
+	// OverrideRefused is the fleet override etcd holds that this
+	// instance refused (an unknown level, a bad reason); nil when none.
+	OverrideRefused *FleetRefusal `json:"override_refused"`
+	// Aggregator is the instance that sums the fleet's reports; nil
+	// before one has published.
+	Aggregator *FleetAggregator `json:"aggregator"`
+	Instances  []FleetInstance  `json:"instances"`
+	// InstancesTotal is how many instance reports etcd holds; Instances
+	// lists at most ?limit of them.
+	InstancesTotal   int64          `json:"instances_total"`
+	Levels           map[string]int `json:"levels"`
+	ErrorRatePercent *float64       `json:"error_rate_percent"`
+	WindowAttempts   int64          `json:"window_attempts"`
+	WindowFailures   int64          `json:"window_failures"`
+}
+
+// FleetAggregator is the fleet's elected aggregator: its instance name,
+// its term (which only grows) and when it last published. Stale means the
+// daemon uses its local error rate.
+type FleetAggregator struct {
+	Instance string    `json:"instance"`
+	Term     int64     `json:"term"`
+	At       time.Time `json:"at"`
+	Stale    bool      `json:"stale"`
+}
+
+// FleetRefusal is a fleet override the daemon refused, and why.
+type FleetRefusal struct {
+	Revision int64     `json:"revision"`
+	Level    string    `json:"level"`
+	Actor    string    `json:"actor"`
+	Error    string    `json:"error"`
+	At       time.Time `json:"at"`
 }
 
 // FleetInstance is one live instance of the fleet view. Signals is its

@@ -2,9 +2,6 @@ package fleet
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,55 +9,58 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc/connectivity"
 )
 
-// Backoff bounds of reconnection: each wait is uniform in [0, d) (full
-// jitter), d doubling from BackoffBase up to BackoffCap.
-const (
-	BackoffBase = 100 * time.Millisecond
-	BackoffCap  = 5 * time.Second
-)
-
-// probeEvery is how often a session checks that etcd still answers:
-// with each check bounded by the dial timeout, connected turns false
-// within DialTimeout + probeEvery of etcd going away.
+// probeEvery is how often a session checks that its member still
+// answers, when no report was written meanwhile.
 const probeEvery = time.Second
 
-func newID() string {
-	var b [8]byte
-	_, _ = crand.Read(b[:]) // never fails on Linux (crypto/rand's own contract)
-	return hex.EncodeToString(b[:])
-}
+// errCompacted ends a session whose watch could not resume: the
+// revisions it needed are compacted; the next session reads everything.
+var errCompacted = errors.New("the watch's revision is compacted")
 
-// Run keeps this instance in the fleet until ctx ends: it connects, reads
-// the override and the instances, watches from the revision read, writes
-// each report under the instance lease, and after any failure reconnects
-// with backoff. It returns ctx.Err() once everything it started has ended,
-// and revokes the instance lease on the way out (a clean stop leaves the
-// fleet view at once).
+// Run keeps this instance in the fleet until ctx ends: it connects to one
+// member, reads the override and the aggregate, watches both from the
+// revision read (or, on a reconnect, from the last one seen: every change
+// missed is replayed), writes each report under the instance lease,
+// campaigns to be the aggregator, and after any failure moves to the next
+// member at once; once every member failed in a row it backs off (full
+// jitter, BackoffBase to BackoffCap). It returns ctx.Err() once
+// everything it started has ended, and revokes the instance lease on the
+// way out (a clean stop leaves the fleet view, and hands the aggregator's
+// role on, at once).
 func (f *Fleet) Run(ctx context.Context) error {
-	defer func() {
-		f.mu.Lock()
-		cli := f.cli
-		f.cli = nil
-		f.mu.Unlock()
-		if cli != nil {
-			_ = cli.Close()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		wasConnected, err := f.session(ctx)
-		f.setConnected(false, err)
+	n := len(f.o.Endpoints)
+	idx, failed, rounds := f.first, 0, 0
+	for {
+		start := time.Now()
+		established, err := f.session(ctx, f.o.Endpoints[idx])
 		if ctx.Err() != nil {
+			f.up.Store(false)
 			return ctx.Err()
 		}
-		if wasConnected {
-			attempt = 0
+		f.noteFailure(f.o.Endpoints[idx], established, err)
+		again := errors.Is(err, errCompacted) || errors.Is(err, errRolledBack) // the member is fine: read it again
+		if !again {
+			idx = (idx + 1) % n
 		}
-		d := min(BackoffCap, BackoffBase<<min(attempt, 10))
+		if established && (again || time.Since(start) >= probeEvery) {
+			failed, rounds = 0, 0
+			if n > 1 || again {
+				continue // another member, or the same one read afresh, at once
+			}
+		}
+		if failed++; failed < n {
+			continue
+		}
+		failed = 0
+		f.setDown(err)
+		d := min(BackoffCap, BackoffBase<<min(rounds, 10))
+		rounds++
 		t := time.NewTimer(rand.N(d))
 		select {
 		case <-ctx.Done():
@@ -71,262 +71,190 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 }
 
-func (f *Fleet) setConnected(on bool, err error) {
-	if f.connected.Swap(on) == on {
+// session is one connection to one member: the lease, the read, the
+// watches, the reports and the election. It returns when any of them
+// fails or ctx ends, with whether it had been established.
+func (f *Fleet) session(ctx context.Context, endpoint string) (established bool, err error) {
+	defer func(start time.Time) { err = f.cause(err, start) }(time.Now())
+	cli, err := f.newClient(endpoint)
+	if err != nil {
+		return false, err
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		f.endSession(cli)
+		cancel(nil)
+		if ctx.Err() != nil {
+			f.revoke(ctx, cli)
+		}
+		_ = cli.Close() // ends a campaign waiting on the member
+		wg.Wait()
+		f.aggregating.Store(0)
+	}()
+	lease, err := f.ensureLease(sctx, cli)
+	if err != nil {
+		return false, classify(ctx, "keep the instance lease", err)
+	}
+	snap, err := f.readAll(sctx, cli)
+	if err != nil {
+		return false, classify(ctx, "read the fleet", err)
+	}
+	from := f.resume(snap)
+	sess, err := concurrency.NewSession(cli, concurrency.WithLease(lease), concurrency.WithContext(sctx))
+	if err != nil {
+		return false, classify(ctx, "keep the instance lease alive", err)
+	}
+	wctx := clientv3.WithRequireLeader(sctx)
+	owch := cli.Watch(wctx, f.keys.override(), clientv3.WithRev(from), clientv3.WithProgressNotify())
+	awch := cli.Watch(wctx, f.keys.aggregate(), clientv3.WithRev(snap.header.Revision+1))
+	f.beginSession(cli, cancel)
+	f.setUp(endpoint)
+	wg.Go(func() { cancel(f.writeLoop(sctx, cli, lease)) })
+	wg.Go(func() { cancel(f.campaign(sctx, sess)) })
+	wg.Go(func() { cancel(watchConn(sctx, cli)) })
+	cancel(f.watchLoop(sctx, cli, sess, owch, awch))
+	return true, context.Cause(sctx)
+}
+
+// watchConn returns once the session's connection to its member leaves
+// the ready state (the member died, restarted, closed it): gRPC would
+// reconnect to the same address by itself, hiding a member restarted from
+// a restored or wiped data dir, whose history the session must read
+// again, and resuming the watches from revisions that member may not have.
+func watchConn(ctx context.Context, cli *clientv3.Client) error {
+	conn := cli.ActiveConnection()
+	for st := conn.GetState(); ; st = conn.GetState() {
+		if st != connectivity.Ready {
+			return fmt.Errorf("%w: the connection to the member is %s", ErrUnavailable, strings.ToLower(st.String()))
+		}
+		if !conn.WaitForStateChange(ctx, st) {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// ensureLease keeps the lease of the last session when etcd still holds
+// it (a move to another member keeps this instance's keys and its place
+// as aggregator), else grants a new one.
+func (f *Fleet) ensureLease(ctx context.Context, cli *clientv3.Client) (clientv3.LeaseID, error) {
+	f.mu.Lock()
+	id := f.lease
+	f.mu.Unlock()
+	actx, cancel := context.WithTimeout(ctx, f.attempt)
+	defer cancel()
+	if id != clientv3.NoLease {
+		_, err := cli.KeepAliveOnce(actx, id)
+		if err == nil {
+			f.ok()
+			return id, nil
+		}
+		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return 0, err
+		}
+		f.log.Info("fleet: the instance lease ran out while etcd could not be reached; taking a new one")
+	}
+	resp, err := cli.Grant(actx, int64(f.o.InstanceTTL/time.Second))
+	if err != nil {
+		return 0, err
+	}
+	f.ok()
+	f.mu.Lock()
+	f.lease = resp.ID
+	f.mu.Unlock()
+	return resp.ID, nil
+}
+
+// revoke ends the instance lease on a clean stop: the report, the
+// election key and any aggregate this instance wrote go with it.
+func (f *Fleet) revoke(ctx context.Context, cli *clientv3.Client) {
+	f.mu.Lock()
+	id := f.lease
+	f.lease = clientv3.NoLease
+	f.mu.Unlock()
+	if id == clientv3.NoLease {
 		return
 	}
-	if on {
-		f.log.Info("fleet: connected to etcd")
-	} else {
-		f.log.Warn("fleet: etcd unreachable; keeping the last fleet override until it expires", "err", err)
-	}
-}
-
-func (f *Fleet) dial() (*clientv3.Client, error) {
-	f.mu.Lock()
-	cli := f.cli
-	f.mu.Unlock()
-	if cli != nil {
-		return cli, nil
-	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            f.o.Endpoints,
-		DialTimeout:          f.o.DialTimeout,
-		DialKeepAliveTime:    5 * time.Second,
-		DialKeepAliveTimeout: 2 * time.Second,
-		Username:             f.o.Username,
-		Password:             f.o.Password,
-		TLS:                  f.o.TLS,
-		Logger:               zap.NewNop(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	f.mu.Lock()
-	f.cli = cli
-	f.mu.Unlock()
-	return cli, nil
-}
-
-// client returns the etcd client, or ErrUnavailable before the first dial.
-func (f *Fleet) client() (*clientv3.Client, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.cli == nil {
-		return nil, fmt.Errorf("%w: not connected yet", ErrUnavailable)
-	}
-	return f.cli, nil
-}
-
-// op bounds one etcd operation by the dial timeout.
-func (f *Fleet) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, f.o.DialTimeout)
-}
-
-// unavailable wraps an etcd error as ErrUnavailable, keeping ctx's own end.
-func unavailable(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return ctx.Err()
-	}
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
-}
-
-// session is one connection: read all, watch, keep the lease, write
-// reports, probe. It returns when any of them fails or ctx ends, and
-// whether it had connected (the next reconnect then starts from the
-// shortest backoff).
-func (f *Fleet) session(ctx context.Context) (bool, error) {
-	cli, err := f.dial()
-	if err != nil {
-		return false, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.attempt)
 	defer cancel()
-
-	octx, ocancel := f.op(ctx)
-	lease, err := cli.Grant(octx, int64((f.o.InstanceTTL+time.Second-1)/time.Second))
-	ocancel()
-	if err != nil {
-		return false, unavailable(ctx, "grant instance lease", err)
-	}
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), f.o.DialTimeout)
-		_, _ = cli.Revoke(rctx, lease.ID)
-		rcancel()
-	}()
-	rev, u, err := f.readAll(ctx, cli)
-	if err != nil {
-		return false, err
-	}
-	kas, err := cli.KeepAlive(ctx, lease.ID)
-	if err != nil {
-		return false, unavailable(ctx, "keep the instance lease alive", err)
-	}
-	wch := cli.Watch(clientv3.WithRequireLeader(ctx), f.keys.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-	f.setConnected(true, nil)
-	f.deliver(u) // after connected: whoever sees the update sees the member connected
-	// Reports and probes wait for etcd's answer (a commit, milliseconds
-	// on a busy etcd): they run beside the watch, so that a fleet override
-	// is never delivered late because a report was on its way, the
-	// session's first report included.
-	writerErr := make(chan error, 1)
-	var writer sync.WaitGroup
-	writer.Go(func() { writerErr <- f.writeLoop(ctx, cli, lease.ID) })
-	defer func() { cancel(); writer.Wait() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return true, ctx.Err()
-		case err := <-writerErr:
-			return true, err
-		case _, ok := <-kas:
-			if !ok {
-				return true, unavailable(ctx, "instance lease", errors.New("keepalive ended"))
-			}
-		case wr, ok := <-wch:
-			if !ok {
-				return true, unavailable(ctx, "watch", errors.New("watch closed"))
-			}
-			if err := wr.Err(); err != nil {
-				return true, unavailable(ctx, "watch", err)
-			}
-			f.apply(wr)
-		}
+	if _, err := cli.Revoke(rctx, id); err != nil {
+		f.log.Warn("fleet: could not revoke the instance lease at stop; this instance leaves the fleet view when it runs out", "err", err)
 	}
 }
 
-// writeLoop writes the latest report under the lease at once (one given
-// before the session started, or whose write failed in the last one),
-// then each new report, and probes etcd every probeEvery, until one fails
-// or ctx ends.
-func (f *Fleet) writeLoop(ctx context.Context, cli *clientv3.Client, lease clientv3.LeaseID) error {
-	if err := f.putReport(ctx, cli, lease); err != nil {
-		return err
-	}
-	probe := time.NewTicker(probeEvery)
-	defer probe.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-f.reportCh:
-			if err := f.putReport(ctx, cli, lease); err != nil {
-				return err
-			}
-		case <-probe.C:
-			octx, ocancel := f.op(ctx)
-			_, err := cli.Get(octx, f.keys.override(), clientv3.WithCountOnly())
-			ocancel()
-			if err != nil {
-				return unavailable(ctx, "probe", err)
-			}
-		}
-	}
-}
-
-// readAll reads the override and the instances at one revision, replaces
-// the instances the Fleet held with them, and returns that revision and
-// the override update to deliver.
-func (f *Fleet) readAll(ctx context.Context, cli *clientv3.Client) (int64, OverrideUpdate, error) {
-	octx, ocancel := f.op(ctx)
-	defer ocancel()
-	resp, err := cli.Txn(octx).Then(
-		clientv3.OpGet(f.keys.override()),
-		clientv3.OpGet(f.keys.instances(), clientv3.WithPrefix()),
-	).Commit()
-	if err != nil {
-		return 0, OverrideUpdate{}, unavailable(ctx, "read the fleet", err)
-	}
-	rev := resp.Header.Revision
-	u := OverrideUpdate{Revision: rev}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-		u = f.decodeOverride(kvs[0])
-	}
-	now := time.Now()
-	insts := map[string]instance{}
-	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		if name, r, ok := f.decodeReport(kv); ok {
-			insts[name] = instance{Report: r, seen: now}
-		}
-	}
+func (f *Fleet) beginSession(cli *clientv3.Client, end context.CancelCauseFunc) {
 	f.mu.Lock()
-	f.instances = insts
+	f.cli, f.endOf = cli, end
+	f.gen++
+	ch := f.genCh
+	f.genCh = make(chan struct{})
 	f.mu.Unlock()
-	return rev, u, nil
+	close(ch)
 }
 
-func (f *Fleet) decodeOverride(kv *mvccpb.KeyValue) OverrideUpdate {
-	var o Override
-	if err := json.Unmarshal(kv.Value, &o); err != nil {
-		f.log.Error("fleet: unreadable fleet override in etcd; ignored", "key", string(kv.Key), "err", err)
-		return OverrideUpdate{Revision: kv.ModRevision}
-	}
-	return OverrideUpdate{Override: &o, Revision: kv.ModRevision}
-}
-
-func (f *Fleet) decodeReport(kv *mvccpb.KeyValue) (string, Report, bool) {
-	name := strings.TrimPrefix(string(kv.Key), f.keys.instances())
-	var r Report
-	if err := json.Unmarshal(kv.Value, &r); err != nil {
-		f.log.Warn("fleet: unreadable instance report; ignored", "key", string(kv.Key), "err", err)
-		return "", r, false
-	}
-	if name == f.o.Instance && r.InstanceID != f.id && !f.conflict.Swap(true) {
-		f.log.Error("fleet: another process reports under this instance's name; give each instance its own fleet.instance",
-			"other_instance_id", r.InstanceID, "instance_id", f.id)
-	}
-	return name, r, true
-}
-
-// apply folds one watch response into the view and the override. A
-// delete of the override key is a clear when the same revision wrote an
-// audit entry (a DELETE's transaction), else its lease expired.
-func (f *Fleet) apply(wr clientv3.WatchResponse) {
-	audited := map[int64]bool{}
-	for _, ev := range wr.Events {
-		if ev.Type == clientv3.EventTypePut && strings.HasPrefix(string(ev.Kv.Key), f.keys.auditDir()) {
-			audited[ev.Kv.ModRevision] = true
-		}
-	}
-	now := time.Now()
-	for _, ev := range wr.Events {
-		key := string(ev.Kv.Key)
-		switch {
-		case key == f.keys.override() && ev.Type == clientv3.EventTypePut:
-			f.deliver(f.decodeOverride(ev.Kv))
-		case key == f.keys.override():
-			f.deliver(OverrideUpdate{Revision: ev.Kv.ModRevision, Expired: !audited[ev.Kv.ModRevision]})
-		case strings.HasPrefix(key, f.keys.instances()) && ev.Type == clientv3.EventTypePut:
-			if name, r, ok := f.decodeReport(ev.Kv); ok {
-				f.mu.Lock()
-				f.instances[name] = instance{Report: r, seen: now}
-				f.mu.Unlock()
-			}
-		case strings.HasPrefix(key, f.keys.instances()):
-			f.mu.Lock()
-			delete(f.instances, strings.TrimPrefix(key, f.keys.instances()))
-			f.mu.Unlock()
-		}
-	}
-}
-
-// putReport writes the latest report, if any, under the lease.
-func (f *Fleet) putReport(ctx context.Context, cli *clientv3.Client, lease clientv3.LeaseID) error {
+func (f *Fleet) endSession(cli *clientv3.Client) {
 	f.mu.Lock()
-	r := f.report
+	if f.cli != cli {
+		f.mu.Unlock()
+		return
+	}
+	f.cli, f.endOf = nil, nil
+	f.gen++
+	ch := f.genCh
+	f.genCh = make(chan struct{})
 	f.mu.Unlock()
-	if r == nil {
-		return nil
+	close(ch)
+}
+
+// setUp marks the fleet connected, logging the change.
+func (f *Fleet) setUp(endpoint string) {
+	f.ok()
+	f.mu.Lock()
+	f.lastErr = nil
+	f.logged = errorLog{}
+	f.mu.Unlock()
+	if !f.up.Swap(true) {
+		f.log.Info("fleet: connected to etcd", "endpoint", endpoint)
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("fleet: encode report: %w", err)
+}
+
+// setDown marks the fleet disconnected once every member failed in a row.
+func (f *Fleet) setDown(err error) {
+	if f.up.Swap(false) {
+		f.log.Warn("fleet: etcd unreachable; keeping the last fleet override until it expires, and the local error rate", "err", err)
 	}
-	octx, ocancel := f.op(ctx)
-	_, err = cli.Put(octx, f.keys.instance(f.o.Instance), string(b), clientv3.WithLease(lease))
-	ocancel()
-	if err != nil {
-		return unavailable(ctx, "write the instance report", err)
+}
+
+// errorLog limits the log of failed connection attempts: a new kind of
+// error is logged at once, the same one again every 30s.
+type errorLog struct {
+	last string
+	at   time.Time
+}
+
+// noteFailure records why a session ended or could not start, and logs
+// it: refused credentials and TLS failures at ERROR, naming them.
+func (f *Fleet) noteFailure(endpoint string, established bool, err error) {
+	now := time.Now()
+	f.mu.Lock()
+	f.lastErr = err
+	msg := err.Error()
+	again := f.logged.last == msg && now.Sub(f.logged.at) < 30*time.Second
+	if !again {
+		f.logged = errorLog{last: msg, at: now}
 	}
-	return nil
+	f.mu.Unlock()
+	switch kind := errorKind(err); {
+	case errors.Is(err, errRolledBack), errors.Is(err, errCompacted):
+		f.log.Warn("fleet: reading everything again", "endpoint", endpoint, "err", err)
+	case established:
+		f.log.Warn("fleet: lost the etcd member; moving to the next", "endpoint", endpoint, "err", err)
+	case again:
+	case errors.Is(kind, ErrAuth):
+		f.log.Error("fleet: etcd refused the credentials: check fleet.etcd.username and fleet.etcd.password_file, and the user's role", "endpoint", endpoint, "err", err)
+	case errors.Is(kind, ErrTLS):
+		f.log.Error("fleet: the TLS handshake with etcd failed: check fleet.etcd.tls (ca_file, cert_file, key_file) and the endpoint's scheme", "endpoint", endpoint, "err", err)
+	default:
+		f.log.Warn("fleet: cannot reach the etcd member", "endpoint", endpoint, "err", err)
+	}
 }

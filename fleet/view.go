@@ -1,73 +1,157 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// InstanceView is one live instance as the fleet view shows it.
+// InstanceView is one instance's report as the fleet view lists it.
 type InstanceView struct {
-	Instance string          `json:"instance"`
-	Level    string          `json:"level"`
-	Index    int             `json:"index"`
-	Source   string          `json:"source"`
-	Signals  json.RawMessage `json:"signals"`
-	SeenAt   time.Time       `json:"seen_at"`
-	// At is when the instance wrote its report, by its own clock.
-	At time.Time `json:"-"`
+	Instance string
+	Level    string
+	Index    int
+	Source   string
+	Signals  json.RawMessage
+	// SeenAt is when the instance wrote its report, by its own clock.
+	SeenAt time.Time
 }
 
-// View is the fleet as this instance sees it: the live instances (their
-// leases have not expired), sorted by name, the count at each level, and
-// the summed error windows.
+// AggregateView is an aggregate as this instance judges it: Stale once it
+// was received more than InstanceTTL + one tick ago by the local clock.
+type AggregateView struct {
+	Aggregate
+	Received time.Time
+	Stale    bool
+}
+
+// View is the fleet read on demand: the aggregate and the first
+// instances' reports, by name. While etcd cannot be reached it is the
+// last view read, with Connected false.
 type View struct {
-	Connected      bool
-	Instances      []InstanceView
-	Levels         map[string]int
-	WindowAttempts int64
-	WindowFailures int64
+	Connected bool
+	Aggregate *AggregateView
+	Instances []InstanceView
+	// InstancesTotal is how many report keys etcd holds, listed or not.
+	InstancesTotal int64
 }
 
-// View returns the fleet as last read and watched. While disconnected it
-// is the last view seen.
-func (f *Fleet) View() View {
-	f.mu.Lock()
-	v := View{Connected: f.connected.Load(), Levels: map[string]int{}, Instances: make([]InstanceView, 0, len(f.instances))}
-	for name, in := range f.instances {
-		v.Instances = append(v.Instances, InstanceView{Instance: name, Level: in.Level, Index: in.Index, Source: in.Source,
-			Signals: in.Signals, SeenAt: in.seen.UTC(), At: in.At})
-		v.Levels[in.Level]++
-		v.WindowAttempts += in.WindowAttempts
-		v.WindowFailures += in.WindowFailures
+// Document reads the fleet view from etcd: the aggregate, and the
+// reports of the first limit instances by name (one range read). Reports
+// that the aggregator would leave out are left out here too. While etcd
+// cannot be reached (or does not answer within the dial timeout) it
+// returns the last view read, with Connected false.
+func (f *Fleet) Document(ctx context.Context, limit int) View {
+	if !f.Connected() {
+		return f.lastView()
 	}
+	var v View
+	err := f.do(ctx, "read the fleet view", func(ctx context.Context, cli *clientv3.Client) error {
+		resp, err := cli.Txn(ctx).Then(clientv3.OpGet(f.keys.aggregate()),
+			clientv3.OpGet(f.keys.instances(), clientv3.WithPrefix(), clientv3.WithLimit(int64(limit)),
+				clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))).Commit()
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		v = View{Connected: true, Instances: []InstanceView{}}
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
+			if a, err := checkAggregate(kvs[0].Value); err == nil {
+				v.Aggregate = f.judge(a, now)
+			}
+		}
+		rr := resp.Responses[1].GetResponseRange()
+		v.InstancesTotal = rr.Count
+		for _, kv := range rr.Kvs {
+			r, err := checkReport(kv.Value, kv.Lease, now, f.o.InstanceTTL)
+			if err != nil {
+				continue
+			}
+			v.Instances = append(v.Instances, InstanceView{Instance: strings.TrimPrefix(string(kv.Key), f.keys.instances()),
+				Level: r.Level, Index: r.Index, Source: r.Source, Signals: r.Signals, SeenAt: r.At.UTC()})
+		}
+		return nil
+	})
+	if err != nil {
+		return f.lastView()
+	}
+	f.mu.Lock()
+	f.view = v
 	f.mu.Unlock()
-	slices.SortFunc(v.Instances, func(a, b InstanceView) int { return strings.Compare(a.Instance, b.Instance) })
 	return v
 }
 
-// Instances is how many live instances the fleet view holds: the length
-// of View().Instances, without building the view.
-func (f *Fleet) Instances() int {
+// judge places an aggregate read on demand: the one this instance holds
+// (same term and at) keeps its receipt time; a newer one was received
+// now. The caller does not hold f.mu.
+func (f *Fleet) judge(a Aggregate, now time.Time) *AggregateView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.instances)
+	received := now
+	if h := f.agg; h != nil && h.Term == a.Term && h.At.Equal(a.At) {
+		received = f.aggAt
+	}
+	return &AggregateView{Aggregate: a, Received: received, Stale: now.Sub(received) > f.staleAfter()}
 }
 
-// ErrorRate is the fleet's error window: the sums over the live instances'
-// reported windows (this one's included) and how many instances reported.
-// ok is false while etcd cannot be reached: the caller falls back to its
-// local rate.
-func (f *Fleet) ErrorRate() (attempts, failures int64, instances int, ok bool) {
-	if !f.connected.Load() {
-		return 0, 0, 0, false
+// lastView is the last view read, marked disconnected, its aggregate
+// judged by now.
+func (f *Fleet) lastView() View {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.view
+	v.Connected = false
+	if v.Instances == nil {
+		v.Instances = []InstanceView{}
+	}
+	if f.agg != nil {
+		v.Aggregate = &AggregateView{Aggregate: *f.agg, Received: f.aggAt, Stale: time.Since(f.aggAt) > f.staleAfter()}
+	}
+	return v
+}
+
+// staleAfter is how old (by receipt) an aggregate may be.
+func (f *Fleet) staleAfter() time.Duration { return f.o.InstanceTTL + f.o.Tick }
+
+// Window is the fleet's error window as this instance uses it. Local,
+// when set, says why the local window is to be used instead.
+type Window struct {
+	Attempts, Failures int64
+	Instances          int
+	Local              string
+}
+
+// Why the local error window is used.
+const (
+	LocalUnreachable = "fleet unreachable"
+	LocalStale       = "fleet aggregate stale"
+)
+
+// ErrorRate is the fleet's error window from the newest aggregate,
+// unless etcd cannot be reached or the aggregate is stale (or none has
+// arrived): then Local says so.
+func (f *Fleet) ErrorRate(now time.Time) Window {
+	if !f.Connected() {
+		return Window{Local: LocalUnreachable}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, in := range f.instances {
-		attempts += in.WindowAttempts
-		failures += in.WindowFailures
+	if f.agg == nil || now.Sub(f.aggAt) > f.staleAfter() {
+		return Window{Local: LocalStale}
 	}
-	return attempts, failures, len(f.instances), true
+	return Window{Attempts: f.agg.Attempts, Failures: f.agg.Failures, Instances: f.agg.Instances}
+}
+
+// Aggregate returns the newest aggregate accepted, judged by now; nil
+// before the first.
+func (f *Fleet) Aggregate(now time.Time) *AggregateView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.agg == nil {
+		return nil
+	}
+	return &AggregateView{Aggregate: *f.agg, Received: f.aggAt, Stale: now.Sub(f.aggAt) > f.staleAfter()}
 }

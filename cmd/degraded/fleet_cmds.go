@@ -22,17 +22,18 @@ func fleetCmd(environ []string, stdout io.Writer) *cobra.Command {
 	}
 	status := &cobra.Command{
 		Use:   "status",
-		Short: "List the live instances of the fleet: level, source, signals, age",
+		Short: "Show the fleet: its aggregator and term, the fleet override and who set it, the instances",
 		Args:  cobra.NoArgs,
 	}
 	r := newRemote(status, environ)
+	limit := status.Flags().Int("limit", 100, "list at most this many instances (1..1000)")
 	status.RunE = func(cmd *cobra.Command, _ []string) error {
 		c, err := r.client()
 		if err != nil {
 			return err
 		}
-		f, err := c.Fleet(cmd.Context())
-		if err != nil {
+		var f client.Fleet
+		if err := c.GetJSON(cmd.Context(), fmt.Sprintf("/v1/fleet?limit=%d", *limit), &f); err != nil {
 			return explain(c, err)
 		}
 		if r.json {
@@ -49,14 +50,32 @@ func printFleet(w io.Writer, f client.Fleet, now time.Time) error {
 	if !f.Connected {
 		conn = "etcd UNREACHABLE: showing the last view seen"
 	}
-	fmt.Fprintf(w, "Fleet     %s (this instance: %s; %s)\n", f.Name, f.Instance, conn)
+	fmt.Fprintf(w, "Fleet       %s (this instance: %s; %s)\n", f.Name, f.Instance, conn)
+	switch a := f.Aggregator; {
+	case a == nil:
+		fmt.Fprintln(w, "Aggregator  none yet (the fleet error rate is each instance's local one)")
+	case a.Stale:
+		fmt.Fprintf(w, "Aggregator  %s, term %d, last published %s: STALE (instances use their local error rate)\n", a.Instance, a.Term, ago(now, a.At))
+	default:
+		fmt.Fprintf(w, "Aggregator  %s, term %d, published %s\n", a.Instance, a.Term, ago(now, a.At))
+	}
 	if o := f.Override; o != nil {
-		fmt.Fprintf(w, "Override  fleet %s %s until %s (%s)\n", o.Mode, o.Level, stamp(o.ExpiresAt), o.Reason)
+		fmt.Fprintf(w, "Override    fleet %s %s until %s by %s (%s)\n", o.Mode, o.Level, stamp(o.ExpiresAt), actorName(o.Actor), o.Reason)
 	} else {
-		fmt.Fprintln(w, "Override  none")
+		fmt.Fprintln(w, "Override    none")
+	}
+	if r := f.OverrideRefused; r != nil {
+		fmt.Fprintf(w, "Refused     the fleet override of revision %d (level %q, by %s): %s\n", r.Revision, r.Level, actorName(r.Actor), r.Error)
 	}
 	if f.ErrorRatePercent != nil {
-		fmt.Fprintf(w, "Errors    %.2f%% (%d failures of %d attempts over %d instances)\n", *f.ErrorRatePercent, f.WindowFailures, f.WindowAttempts, len(f.Instances))
+		n := 0
+		for _, c := range f.Levels {
+			n += c
+		}
+		fmt.Fprintf(w, "Errors      %.2f%% (%d failures of %d attempts over %d instances)\n", *f.ErrorRatePercent, f.WindowFailures, f.WindowAttempts, n)
+	}
+	if total := int(f.InstancesTotal); total > len(f.Instances) {
+		fmt.Fprintf(w, "Listed      %d of %d instances (--limit to see more)\n", len(f.Instances), total)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -65,6 +84,15 @@ func printFleet(w io.Writer, f client.Fleet, now time.Time) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Instance, in.Level, in.Source, signalSummary(in.Signals), ago(now, in.SeenAt))
 	}
 	return tw.Flush()
+}
+
+// actorName is an actor as printed: "unknown" when a daemon too old to
+// record one set it.
+func actorName(a string) string {
+	if a == "" {
+		return "unknown"
+	}
+	return a
 }
 
 // signalSummary prints an instance's signal values that have one, e.g.

@@ -28,18 +28,20 @@ func (f *cliFleet) next() int64 { f.mu.Lock(); defer f.mu.Unlock(); f.rev++; ret
 func (f *cliFleet) SetOverride(_ context.Context, r controller.OverrideRequest) error {
 	now := time.Now().UTC()
 	_, err := f.ctl.ApplyFleet(controller.FleetUpdate{Override: &controller.Override{Level: r.Level, Mode: r.Mode, Reason: r.Reason,
-		SetAt: now, ExpiresAt: now.Add(r.TTL)}, TTL: r.TTL, Revision: f.next()})
+		SetAt: now, ExpiresAt: now.Add(r.TTL), Actor: r.Actor}, TTL: r.TTL, Revision: f.next()})
 	return err
 }
 
-func (f *cliFleet) ClearOverride(context.Context) error {
+func (f *cliFleet) ClearOverride(context.Context, string) error {
 	_, err := f.ctl.ApplyFleet(controller.FleetUpdate{Revision: f.next()})
 	return err
 }
 
-func (f *cliFleet) Document() api.FleetDocument {
+func (f *cliFleet) Document(context.Context, int) api.FleetDocument {
 	rate := 10.0
 	return api.FleetDocument{Name: "shop", Instance: "web-1", Connected: true, Override: f.ctl.FleetOverride(),
+		Aggregator:     &api.FleetAggregator{Instance: "web-2", Term: 4711, At: time.Now().Add(-time.Second)},
+		InstancesTotal: 3,
 		Instances: []api.FleetInstance{
 			{Instance: "web-1", Level: "Major", Index: 2, Source: "fleet", Signals: json.RawMessage(`{"cpu_percent":12.5,"memory_percent":null,"error_rate_percent":9}`), SeenAt: time.Now().Add(-2 * time.Second)},
 			{Instance: "web-2", Level: "Major", Index: 2, Source: "fleet", Signals: json.RawMessage(`{}`), SeenAt: time.Now().Add(-time.Second)},
@@ -91,9 +93,12 @@ func TestFleetOverrideCommands(t *testing.T) {
 
 	code, out, _ = runCLI(t, env, "fleet", "status")
 	for _, want := range []string{
-		"Fleet     shop (this instance: web-1; connected to etcd)",
-		"Override  fleet pin Major until",
-		"Errors    10.00% (100 failures of 1000 attempts over 2 instances)",
+		"Fleet       shop (this instance: web-1; connected to etcd)",
+		"Aggregator  web-2, term 4711, published 1s ago",
+		"Override    fleet pin Major until",
+		"by admin (INC-42)",
+		"Errors      10.00% (100 failures of 1000 attempts over 2 instances)",
+		"Listed      2 of 3 instances (--limit to see more)",
 		"INSTANCE  LEVEL  SOURCE  SIGNALS                    AGE",
 		"web-1     Major  fleet   cpu 12.5% error_rate 9.0%  2s ago",
 		"web-2     Major  fleet   -                          1s ago",

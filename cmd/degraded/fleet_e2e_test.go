@@ -3,92 +3,32 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
 
-// etcdBinary finds Debian's etcd-server binary.
-func etcdBinary(t *testing.T) string {
+// fleetConfig is a daemon's config in fleet mode: the fast config, a
+// 200ms tick, instance_ttl 2s, the given endpoints; etcd is added to the
+// etcd block (e.g. "dial_timeout: 2s").
+func fleetConfig(t *testing.T, name, endpoints, etcd string) string {
 	t.Helper()
-	if p, err := exec.LookPath("etcd"); err == nil {
-		return p
+	dir := t.TempDir()
+	if etcd == "" {
+		etcd = "dial_timeout: 1s"
 	}
-	t.Skip("the fleet end-to-end test needs etcd (Debian: apt-get install etcd-server; .ci/run installs it)")
-	return ""
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// etcdProcess is a one-member etcd on fixed loopback ports and a data
-// directory, so that it can be killed and started again.
-type etcdProcess struct {
-	bin, dir, client, peer string
-	cmd                    *exec.Cmd
-	done                   chan error
-	logs                   *syncBuffer
-}
-
-func startEtcdProcess(t *testing.T) *etcdProcess {
-	t.Helper()
-	e := &etcdProcess{bin: etcdBinary(t), dir: t.TempDir(), client: freeAddr(t), peer: freeAddr(t)}
-	e.start(t)
-	t.Cleanup(func() { e.kill(t) })
-	return e
-}
-
-func (e *etcdProcess) start(t *testing.T) {
-	t.Helper()
-	e.logs, e.done = new(syncBuffer), make(chan error, 1)
-	e.cmd = exec.Command(e.bin, "--name", "e2e", "--data-dir", filepath.Join(e.dir, "data"),
-		"--listen-client-urls", "http://"+e.client, "--advertise-client-urls", "http://"+e.client,
-		"--listen-peer-urls", "http://"+e.peer, "--initial-advertise-peer-urls", "http://"+e.peer,
-		"--initial-cluster", "e2e=http://"+e.peer, "--logger", "zap", "--log-level", "error")
-	e.cmd.Stderr = e.logs
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { e.done <- e.cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := shortClient.Get("http://" + e.client + "/health")
-		if err == nil {
-			var h struct{ Health string }
-			_ = json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-			if h.Health == "true" {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("etcd not healthy within 20s: %v\n%s", err, e.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// kill sends SIGKILL and waits for the process to end.
-func (e *etcdProcess) kill(t *testing.T) {
-	t.Helper()
-	if e.cmd == nil || e.cmd.ProcessState != nil {
-		return
-	}
-	_ = e.cmd.Process.Signal(syscall.SIGKILL)
-	<-e.done
+	cfg := fmt.Sprintf(fastConfig, dir, "200ms") + fmt.Sprintf(`fleet:
+  enabled: true
+  name: shop
+  instance: %s
+  instance_ttl: 2s
+  etcd: {endpoints: [%s], %s}
+`, name, endpoints, etcd)
+	return writeConfig(t, dir, cfg)
 }
 
 // fleetLevel is what the test reads of each daemon's state document.
@@ -98,6 +38,9 @@ type fleetLevel struct {
 	Reason string `json:"reason"`
 	Fleet  *struct {
 		Connected bool `json:"connected"`
+		Override  *struct {
+			Reason string `json:"reason"`
+		} `json:"override"`
 	} `json:"fleet"`
 }
 
@@ -123,23 +66,17 @@ func until(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// TestFleetEndToEnd: three daemon processes and Debian's etcd. One
-// `degraded override set Major --fleet` reaches all three; with etcd
-// SIGKILLed they keep serving and keep the override; with etcd back they
-// reconnect.
-func TestFleetEndToEnd(t *testing.T) {
-	etcd := startEtcdProcess(t)
+// TestFleetE2EOverrideAndOutage: three daemon processes and Debian's
+// etcd. One `degraded override set Major --fleet` reaches all three, and
+// `fleet status` names the aggregator, its term and the override's actor;
+// with etcd SIGKILLed they keep serving and keep the override; with etcd
+// back they reconnect.
+func TestFleetE2EOverrideAndOutage(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcdCluster(t, etcdOpts{})
 	var ds []*process
 	for _, name := range []string{"a", "b", "c"} {
-		dir := t.TempDir()
-		cfg := fmt.Sprintf(fastConfig, dir, "200ms") + fmt.Sprintf(`fleet:
-  enabled: true
-  name: shop
-  instance: %s
-  instance_ttl: 2s
-  etcd: {endpoints: [http://%s], dial_timeout: 1s}
-`, name, etcd.client)
-		ds = append(ds, start(t, "serve", "--config", writeConfig(t, dir, cfg)))
+		ds = append(ds, start(t, "serve", "--config", fleetConfig(t, name, etcd.endpoints(), "")))
 	}
 	for _, d := range ds {
 		until(t, 15*time.Second, d.url+" connects to etcd", func() bool { return d.fleetLevel(t).Fleet.Connected })
@@ -163,8 +100,15 @@ func TestFleetEndToEnd(t *testing.T) {
 			return st.Level == "Major" && st.Source == "fleet" && st.Reason == "fleet override set: pin Major for 15m0s: INC-42"
 		})
 	}
+	status := exec.Command(binary, "fleet", "status", "--addr", ds[2].url)
+	until(t, 5*time.Second, "fleet status names the aggregator", func() bool {
+		out, err := status.CombinedOutput()
+		status = exec.Command(binary, "fleet", "status", "--addr", ds[2].url)
+		return err == nil && regexp.MustCompile(`Aggregator  [abc], term \d+, published`).Match(out) &&
+			strings.Contains(string(out), "fleet pin Major until") && strings.Contains(string(out), " by admin (INC-42)")
+	})
 
-	etcd.kill(t)
+	etcd.kill(0)
 	for _, d := range ds {
 		until(t, 5*time.Second, d.url+" notices etcd is gone", func() bool { return !d.fleetLevel(t).Fleet.Connected })
 		if st := d.fleetLevel(t); st.Level != "Major" || st.Source != "fleet" {
@@ -175,7 +119,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		}
 	}
 
-	etcd.start(t)
+	etcd.start(0)
 	for _, d := range ds {
 		until(t, 15*time.Second, d.url+" reconnects", func() bool { return d.fleetLevel(t).Fleet.Connected })
 		if st := d.fleetLevel(t); st.Level != "Major" || st.Source != "fleet" {

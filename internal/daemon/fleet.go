@@ -2,14 +2,13 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/config"
@@ -20,9 +19,20 @@ import (
 // fleetService is fleet mode wired: the etcd member, the controller it
 // feeds, and the API's view of both. nil when fleet mode is off.
 type fleetService struct {
-	f    *fleet.Fleet
-	ctrl *controller.Controller
-	log  *slog.Logger
+	f      *fleet.Fleet
+	ctrl   *controller.Controller
+	log    *slog.Logger
+	maxTTL func() time.Duration // max_override_ttl in force
+
+	settle time.Duration // how long a PUT or DELETE waits for its own change to come by the watch
+
+	refusedTotal atomic.Uint64
+	mu           sync.Mutex
+	refused      *api.FleetRefusal // the fleet override etcd holds that was refused, if any
+	epoch        int               // the fleet's rollback epoch last applied
+	applied      int64             // the revision of the last update applied from the watch
+	appliedErr   error             // and what applying it returned
+	appliedCh    chan struct{}     // closed and replaced at each update applied from the watch
 }
 
 var _ api.FleetService = (*fleetService)(nil)
@@ -41,49 +51,26 @@ func (d *Daemon) openFleet(cfg *config.Config, opts *controller.Options) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := etcdTLS(cfg.Fleet.Etcd.TLS)
-	if err != nil {
-		return err
+	var files *fleet.TLSFiles
+	if t := cfg.Fleet.Etcd.TLS; t.Enabled() {
+		files = &fleet.TLSFiles{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
+		if err := files.Check(); err != nil {
+			return err
+		}
 	}
 	f, err := fleet.New(fleet.Options{
-		Endpoints: cfg.Fleet.Etcd.Endpoints, Username: cfg.Fleet.Etcd.Username, Password: password, TLS: tlsCfg,
+		Endpoints: cfg.Fleet.Etcd.Endpoints, Username: cfg.Fleet.Etcd.Username, Password: password, TLSFiles: files,
 		DialTimeout: cfg.Fleet.Etcd.DialTimeout, Prefix: cfg.Fleet.Prefix, Name: cfg.Fleet.Name, Instance: instance,
-		InstanceTTL: cfg.FleetInstanceTTL(), Logger: d.log,
+		InstanceTTL: cfg.FleetInstanceTTL(), Tick: cfg.HealthCheckInterval, Logger: d.log,
 	})
 	if err != nil {
 		return err
 	}
-	d.fleet = &fleetService{f: f, log: d.log}
+	d.fleet = &fleetService{f: f, log: d.log, maxTTL: func() time.Duration { return d.cfg.Load().MaxOverrideTTL },
+		settle: min(cfg.Fleet.Etcd.DialTimeout, 2*time.Second), appliedCh: make(chan struct{})}
 	opts.Fleet = &controller.FleetInfo{Name: cfg.Fleet.Name, Instance: instance, Connected: f.Connected}
 	opts.FleetErrors = d.fleetErrors(cfg)
 	return nil
-}
-
-// etcdTLS builds the etcd client's TLS from fleet.etcd.tls; nil when no
-// file is set.
-func etcdTLS(t config.EtcdTLS) (*tls.Config, error) {
-	if !t.Enabled() {
-		return nil, nil
-	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("fleet.etcd.tls.ca_file: %w", err)
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("fleet.etcd.tls.ca_file: no PEM certificate in %s", t.CAFile)
-		}
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("fleet.etcd.tls: load key pair: %w", err)
-		}
-		c.Certificates = []tls.Certificate{cert}
-	}
-	return c, nil
 }
 
 // fleetAPI is what the API serves /v1/fleet* from: nil when fleet mode is
@@ -101,9 +88,14 @@ func (d *Daemon) fleetStatus() func() api.FleetStatus {
 	if d.fleet == nil {
 		return nil
 	}
-	f := d.fleet.f
+	s := d.fleet
 	return func() api.FleetStatus {
-		return api.FleetStatus{Connected: f.Connected(), Instances: f.Instances(), Conflict: f.Conflict()}
+		st := api.FleetStatus{Connected: s.f.Connected(), Conflict: s.f.Conflict(), Aggregator: s.f.Aggregating() > 0,
+			OverridesRefused: s.refusedTotal.Load()}
+		if a := s.f.Aggregate(time.Now()); a != nil {
+			st.Instances = a.Instances
+		}
+		return st
 	}
 }
 
@@ -117,6 +109,9 @@ func (d *Daemon) startFleet(ctx context.Context) <-chan struct{} {
 		return done
 	}
 	s := d.fleet
+	if o := s.ctrl.FleetOverride(); o != nil {
+		s.f.SawRevision(o.ModRevision) // a cluster below it was restored or replaced
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.f.Run(ctx) }) // returns ctx.Err() only
 	wg.Go(func() { s.applyUpdates(ctx) })
@@ -125,20 +120,24 @@ func (d *Daemon) startFleet(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-// applyUpdates applies every fleet override update the member delivers.
+// applyUpdates applies every fleet override update the member delivers,
+// in etcd's order.
 func (s *fleetService) applyUpdates(ctx context.Context) {
 	for {
-		u, changed := s.f.Override()
-		if u.Revision > 0 {
-			if _, err := s.ctrl.ApplyFleet(toController(u)); err != nil {
-				s.log.Error("fleet override not applied", "revision", u.Revision, "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
+		u, err := s.f.Next(ctx)
+		if err != nil {
 			return
-		case <-changed:
 		}
+		err = s.apply(u, true)
+		if err != nil && !errors.Is(err, errRefused) {
+			s.log.Error("fleet override not applied", "revision", u.Revision, "err", err)
+		}
+		s.mu.Lock()
+		s.applied, s.appliedErr = u.Revision, err
+		ch := s.appliedCh
+		s.appliedCh = make(chan struct{})
+		s.mu.Unlock()
+		close(ch)
 	}
 }
 
@@ -162,57 +161,93 @@ func (s *fleetService) report(ctx context.Context) {
 	}
 }
 
-func toController(u fleet.OverrideUpdate) controller.FleetUpdate {
-	cu := controller.FleetUpdate{Revision: u.Revision, Expired: u.Expired}
-	if o := u.Override; o != nil {
-		cu.Override = &controller.Override{Level: o.Level, Mode: controller.Mode(o.Mode), Reason: o.Reason, SetAt: o.SetAt, ExpiresAt: o.ExpiresAt}
-		cu.TTL = o.TTL
-	}
-	return cu
-}
-
-// unavailable maps the fleet's ErrUnavailable onto the API's.
+// unavailable maps the fleet's errors onto the API's.
 func unavailable(err error) error {
-	if errors.Is(err, fleet.ErrUnavailable) {
+	switch {
+	case errors.Is(err, fleet.ErrAuth):
+		return fmt.Errorf("%w: %w: %w", api.ErrFleetUnavailable, api.ErrFleetAuth, err)
+	case errors.Is(err, fleet.ErrTLS):
+		return fmt.Errorf("%w: %w: %w", api.ErrFleetUnavailable, api.ErrFleetTLS, err)
+	case errors.Is(err, fleet.ErrUnavailable):
 		return fmt.Errorf("%w: %w", api.ErrFleetUnavailable, err)
 	}
 	return err
 }
 
 func (s *fleetService) SetOverride(ctx context.Context, r controller.OverrideRequest) error {
-	u, err := s.f.SetOverride(ctx, fleet.Override{Level: r.Level, Mode: string(r.Mode), TTL: r.TTL, Reason: r.Reason})
+	u, err := s.f.SetOverride(ctx, fleet.Override{Level: r.Level, Mode: string(r.Mode), TTL: r.TTL, Reason: r.Reason, Actor: r.Actor})
 	if err != nil {
 		return unavailable(err)
 	}
-	_, err = s.ctrl.ApplyFleet(toController(u))
-	return err
+	return s.own(ctx, u)
 }
 
-func (s *fleetService) ClearOverride(ctx context.Context) error {
+// own applies this instance's own committed change: it waits (up to
+// settle) for the watch to bring it, so that every change etcd committed
+// before it is applied first, in order, and this instance's history
+// misses none; if the watch is slow (the session is moving to another
+// member) it applies it directly.
+func (s *fleetService) own(ctx context.Context, u fleet.OverrideUpdate) error {
+	t := time.NewTimer(s.settle)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		applied, err, ch := s.applied, s.appliedErr, s.appliedCh
+		s.mu.Unlock()
+		switch {
+		case applied == u.Revision:
+			return err
+		case applied > u.Revision:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return s.apply(u, false)
+		case <-ctx.Done():
+			return s.apply(u, false)
+		}
+	}
+}
+
+func (s *fleetService) ClearOverride(ctx context.Context, actor string) error {
 	reason := "cleared"
 	if o := s.ctrl.FleetOverride(); o != nil {
 		reason = o.Reason
 	}
-	u, err := s.f.ClearOverride(ctx, reason)
+	u, err := s.f.ClearOverride(ctx, reason, actor)
 	if err != nil {
 		return unavailable(err)
 	}
-	_, err = s.ctrl.ApplyFleet(toController(u))
-	return err
+	return s.own(ctx, u)
 }
 
-func (s *fleetService) Document() api.FleetDocument {
-	v := s.f.View()
+func (s *fleetService) Document(ctx context.Context, limit int) api.FleetDocument {
+	v := s.f.Document(ctx, limit)
+	s.mu.Lock()
+	var refused *api.FleetRefusal
+	if s.refused != nil {
+		r := *s.refused
+		refused = &r
+	}
+	s.mu.Unlock()
 	doc := api.FleetDocument{Name: s.f.Name(), Instance: s.f.Instance(), Connected: v.Connected, Override: s.ctrl.FleetOverride(),
-		Instances: make([]api.FleetInstance, 0, len(v.Instances)), Levels: v.Levels,
-		WindowAttempts: v.WindowAttempts, WindowFailures: v.WindowFailures}
+		OverrideRefused: refused, Instances: make([]api.FleetInstance, 0, len(v.Instances)), InstancesTotal: v.InstancesTotal,
+		Levels: map[string]int{}}
 	for _, in := range v.Instances {
 		doc.Instances = append(doc.Instances, api.FleetInstance{Instance: in.Instance, Level: in.Level, Index: in.Index,
 			Source: in.Source, Signals: in.Signals, SeenAt: in.SeenAt})
 	}
-	if v.WindowAttempts > 0 {
-		p := 100 * float64(v.WindowFailures) / float64(v.WindowAttempts)
-		doc.ErrorRatePercent = &p
+	if a := v.Aggregate; a != nil {
+		doc.Aggregator = &api.FleetAggregator{Instance: a.Leader, Term: a.Term, At: a.At, Stale: a.Stale}
+		doc.Levels, doc.WindowAttempts, doc.WindowFailures = a.Levels, a.Attempts, a.Failures
+		if doc.Levels == nil {
+			doc.Levels = map[string]int{}
+		}
+		if a.Attempts > 0 {
+			p := 100 * float64(a.Failures) / float64(a.Attempts)
+			doc.ErrorRatePercent = &p
+		}
 	}
 	return doc
 }
@@ -238,15 +273,13 @@ func (d *Daemon) fleetErrors(cfg *config.Config) controller.FleetErrorRate {
 	return fleetWindow{d.fleet.f}
 }
 
-// fleetWindow is the fleet member's error window as the controller reads it.
+// fleetWindow is the fleet aggregate's error window as the controller
+// reads it.
 type fleetWindow struct{ f *fleet.Fleet }
 
 var _ controller.FleetErrorRate = fleetWindow{}
 
 func (w fleetWindow) ErrorRate() controller.FleetWindow {
-	a, f, n, ok := w.f.ErrorRate()
-	if !ok {
-		return controller.FleetWindow{Local: "fleet unreachable"}
-	}
-	return controller.FleetWindow{Attempts: a, Failures: f, Instances: n}
+	v := w.f.ErrorRate(time.Now())
+	return controller.FleetWindow{Attempts: v.Attempts, Failures: v.Failures, Instances: v.Instances, Local: v.Local}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/degraded/degraded/fleet/fleettest"
 )
 
 // lockedBuffer is the daemon's log, read by the test.
@@ -59,5 +61,32 @@ func TestFleetSettingsAreRestartOnly(t *testing.T) {
 	writeConfig(t, off, "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}}\n")
 	if f := startFromFile(t, off, Options{}).Controller().State().Fleet; f != nil {
 		t.Errorf("fleet mode off: fleet object %+v, want none", f)
+	}
+}
+
+// TestTLSSettingsWithPlaintextEndpointsWarn (finding 8, its first half):
+// fleet.etcd.tls set while an endpoint is http:// connects in plaintext;
+// the daemon says so at start, naming the endpoint, and is quiet about
+// https:// ones.
+func TestTLSSettingsWithPlaintextEndpointsWarn(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := fleettest.NewCA("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ca.WriteFiles(dir, "", "degraded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "degraded.yaml")
+	writeConfig(t, path, "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}}\n"+
+		"fleet: {enabled: true, name: shop, instance: web-1, etcd: {endpoints: [http://127.0.0.1:1, https://127.0.0.1:2], tls: {ca_file: "+files.CA+"}}}\n")
+	var log lockedBuffer
+	startFromFile(t, path, Options{Log: &log})
+	if !strings.Contains(log.String(), "fleet.etcd.tls is set but this endpoint is http://") || !strings.Contains(log.String(), "endpoint=http://127.0.0.1:1") {
+		t.Errorf("no warning that the TLS settings are unused for the http:// endpoint:\n%s", log.String())
+	}
+	if strings.Contains(log.String(), "endpoint=https://127.0.0.1:2") {
+		t.Errorf("a warning about the https:// endpoint:\n%s", log.String())
 	}
 }

@@ -1,27 +1,32 @@
 package fleet_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/degraded/degraded/fleet"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // etcdServer is an embedded etcd member on fixed loopback ports, so that
-// it can be stopped and started again where clients expect it.
+// it can be stopped, wiped and started again where clients expect it.
 type etcdServer struct {
 	t      *testing.T
 	dir    string
 	client url.URL
 	peer   url.URL
+	tls    *transport.TLSInfo // client TLS, when set: https on the client URL
 	e      *embed.Etcd
 }
 
@@ -37,10 +42,17 @@ func freePort(t *testing.T) string {
 
 func startEtcd(t *testing.T) *etcdServer {
 	t.Helper()
+	s := newEtcd(t)
+	s.start()
+	return s
+}
+
+// newEtcd is a member that has not started yet.
+func newEtcd(t *testing.T) *etcdServer {
+	t.Helper()
 	s := &etcdServer{t: t, dir: t.TempDir(),
 		client: url.URL{Scheme: "http", Host: freePort(t)},
 		peer:   url.URL{Scheme: "http", Host: freePort(t)}}
-	s.start()
 	t.Cleanup(s.stop)
 	return s
 }
@@ -49,8 +61,12 @@ func (s *etcdServer) start() {
 	s.t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "test"
-	cfg.Dir = s.dir
+	cfg.Dir = filepath.Join(s.dir, "data")
 	cfg.LogLevel = "fatal" // a stopped member logs its closed listeners at error
+	if s.tls != nil {
+		s.client.Scheme = "https"
+		cfg.ClientTLSInfo = *s.tls
+	}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{s.client}, []url.URL{s.client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{s.peer}, []url.URL{s.peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
@@ -74,33 +90,72 @@ func (s *etcdServer) stop() {
 	}
 }
 
+// wipe removes the stopped member's data: started again, it is a new
+// cluster with the same ID, its revision back at 1.
+func (s *etcdServer) wipe() {
+	s.t.Helper()
+	if err := os.RemoveAll(filepath.Join(s.dir, "data")); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 func (s *etcdServer) endpoint() string { return s.client.String() }
 
-// member starts a fleet member on endpoint and stops it when the test ends.
-func member(t *testing.T, endpoint, instance string) *fleet.Fleet {
+// raw is a plain etcd client, for what the tests write by hand.
+func (s *etcdServer) raw(t *testing.T) *clientv3.Client {
 	t.Helper()
-	f, err := fleet.New(fleet.Options{
-		Endpoints:   []string{endpoint},
-		DialTimeout: time.Second,
-		Name:        "shop",
-		Instance:    instance,
-		InstanceTTL: 2 * time.Second,
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	cfg := clientv3.Config{Endpoints: []string{s.endpoint()}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()}
+	if s.tls != nil {
+		c, err := s.tls.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TLS = c
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("%s: Run returned %v, want context.Canceled", instance, err)
-		}
-	})
-	return f
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }
+
+// logBuffer is a member's log, read by the test.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// count is how many lines of the log hold every one of words.
+func (l *logBuffer) count(words ...string) int {
+	n := 0
+	for line := range strings.Lines(l.String()) {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(line, w)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// testTick is the members' and daemons' tick: reports and aggregates
+// come fast.
+const testTick = 100 * time.Millisecond
 
 // eventually polls cond until it holds or d passes: etcd runs in real
 // time, outside any synctest bubble.
@@ -117,29 +172,28 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func connected(t *testing.T, fs ...*fleet.Fleet) {
-	t.Helper()
-	for _, f := range fs {
-		eventually(t, 10*time.Second, f.Instance()+" connects", f.Connected)
-	}
-}
-
 // proxy forwards TCP connections to target until cut; restore accepts
-// again. It simulates a network partition between one member and etcd.
+// again. It simulates a network partition between one member and etcd;
+// freeze instead keeps every connection open and accepts new ones, but
+// forwards nothing until thaw: a hung member, as SIGSTOP makes one.
 type proxy struct {
 	target string
 	addr   string
 	mu     sync.Mutex
 	l      net.Listener
 	conns  map[net.Conn]bool
+	frozen chan struct{} // closed while thawed; nil never
+	refuse bool          // close each connection at once, noting when
+	dials  []time.Time   // when refused connections came
 	wg     sync.WaitGroup
 }
 
 func newProxy(t *testing.T, target string) *proxy {
 	t.Helper()
-	p := &proxy{target: target, addr: freePort(t), conns: map[net.Conn]bool{}}
+	p := &proxy{target: target, addr: freePort(t), conns: map[net.Conn]bool{}, frozen: make(chan struct{})}
+	close(p.frozen)
 	p.restore(t)
-	t.Cleanup(func() { p.cut(); p.wg.Wait() })
+	t.Cleanup(func() { p.thaw(); p.cut(); p.wg.Wait() })
 	return p
 }
 
@@ -158,18 +212,98 @@ func (p *proxy) restore(t *testing.T) {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
+			p.mu.Lock()
+			if p.refuse {
+				p.dials = append(p.dials, time.Now())
+				p.mu.Unlock()
 				c.Close()
 				continue
 			}
-			p.mu.Lock()
-			p.conns[c], p.conns[up] = true, true
+			p.conns[c] = true
 			p.mu.Unlock()
-			p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
-			p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
+			p.wg.Go(func() {
+				p.gate()
+				up, err := net.Dial("tcp", p.target)
+				if err != nil {
+					c.Close()
+					return
+				}
+				p.mu.Lock()
+				p.conns[up] = true
+				p.mu.Unlock()
+				p.wg.Go(func() { p.copy(up, c) })
+				p.copy(c, up)
+			})
 		}
 	})
+}
+
+// gate waits while the proxy is frozen.
+func (p *proxy) gate() {
+	p.mu.Lock()
+	ch := p.frozen
+	p.mu.Unlock()
+	<-ch
+}
+
+// copy forwards from src to dst, holding each chunk while frozen.
+func (p *proxy) copy(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.gate()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// down makes etcd unreachable through the proxy: every connection is
+// closed, and each new one closed at once, its time noted (a dial
+// attempt); up forwards again and returns those times.
+func (p *proxy) down() {
+	p.mu.Lock()
+	p.refuse, p.dials = true, nil
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+	p.mu.Unlock()
+}
+
+func (p *proxy) up() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = false
+	return p.dials
+}
+
+// freeze stops forwarding, keeping every connection open.
+func (p *proxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.frozen:
+		p.frozen = make(chan struct{})
+	default:
+	}
+}
+
+// thaw forwards again.
+func (p *proxy) thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.frozen:
+	default:
+		close(p.frozen)
+	}
 }
 
 // cut closes the listener and every connection through it.
@@ -187,3 +321,40 @@ func (p *proxy) cut() {
 }
 
 func (p *proxy) endpoint() string { return "http://" + p.addr }
+
+// cutter is a member's dialer that can cut it off from etcd as a crash or
+// a partition would: every connection it made is closed and new ones are
+// refused.
+type cutter struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	off   bool
+}
+
+func (c *cutter) dial(ctx context.Context, addr string) (net.Conn, error) {
+	c.mu.Lock()
+	off := c.off
+	c.mu.Unlock()
+	if off {
+		return nil, errors.New("cut off by the test")
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.conns = append(c.conns, conn)
+	c.mu.Unlock()
+	return conn, nil
+}
+
+// cut closes every connection and refuses new ones.
+func (c *cutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off = true
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}

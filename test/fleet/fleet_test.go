@@ -1,5 +1,3 @@
-// Package fleet_test runs fleet mode against a real etcd: the embedded
-// server, on loopback, with fleet.instance_ttl 2s and a 1s dial timeout.
 package fleet_test
 
 import (
@@ -23,41 +21,45 @@ func seesOverride(t *testing.T, f *fleet.Fleet, rev int64, d time.Duration) flee
 	t.Helper()
 	var got fleet.OverrideUpdate
 	eventually(t, d, fmt.Sprintf("%s sees the fleet override of revision %d", f.Instance(), rev), func() bool {
-		got, _ = f.Override()
+		got = f.Override()
 		return got.Revision >= rev
 	})
 	return got
 }
 
 func TestOverrideReachesEveryMember(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a, b, c := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b"), member(t, etcd.endpoint(), "c")
 	connected(t, a, b, c)
 
-	set, err := a.SetOverride(context.Background(), pin("Major", "INC-42", 15*time.Minute))
+	o := pin("Major", "INC-42", 15*time.Minute)
+	o.Actor = "alice"
+	set, err := a.SetOverride(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []*fleet.Fleet{a, b, c} {
 		got := seesOverride(t, f, set.Revision, 5*time.Second)
 		if got.Override == nil || got.Override.Level != "Major" || got.Override.Mode != "pin" || got.Override.Reason != "INC-42" ||
-			got.Override.TTL != 15*time.Minute || got.Override.Instance != "a" || got.Revision != set.Revision {
+			got.Override.TTL != 15*time.Minute || got.Override.Instance != "a" || got.Override.Actor != "alice" || got.Revision != set.Revision {
 			t.Errorf("%s holds %+v (override %+v), want a's pin Major for 15m at revision %d", f.Instance(), got, got.Override, set.Revision)
 		}
 	}
 
-	clr, err := b.ClearOverride(context.Background(), "INC-42 resolved")
+	clr, err := b.ClearOverride(context.Background(), "INC-42 resolved", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []*fleet.Fleet{a, b, c} {
-		if got := seesOverride(t, f, clr.Revision, 5*time.Second); got.Override != nil || got.Expired {
-			t.Errorf("%s holds %+v after the DELETE, want no override, cleared (not expired)", f.Instance(), got)
+		if got := seesOverride(t, f, clr.Revision, 5*time.Second); got.Override != nil || got.Expired || got.Actor != "bob" {
+			t.Errorf("%s holds %+v after the DELETE, want no override, cleared (not expired) by bob", f.Instance(), got)
 		}
 	}
 }
 
 func TestOverrideLeaseExpiryIsNotAClear(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
 	connected(t, a, b)
@@ -73,60 +75,75 @@ func TestOverrideLeaseExpiryIsNotAClear(t *testing.T) {
 }
 
 func TestDeadInstanceLeavesTheViewWhenItsLeaseExpires(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a := member(t, etcd.endpoint(), "a")
 	connected(t, a)
-	a.Report(fleet.Report{Level: "Normal", Source: "auto", At: time.Now()})
+	reporting(t, a, fleet.Report{Level: "Normal", Source: "auto"})
 
 	// A process killed with SIGKILL stops its keepalives without revoking
 	// its lease: here, a raw client that reported under a 2s lease, then
 	// vanished.
-	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.endpoint()}, DialTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := etcd.raw(t)
 	lease, err := raw.Grant(context.Background(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.Put(context.Background(), "/degraded/shop/instances/dead", `{"level":"Major","index":3,"source":"auto","instance_id":"x"}`, clientv3.WithLease(lease.ID)); err != nil {
+	dead := fmt.Sprintf(`{"level":"Major","index":3,"source":"auto","instance_id":"x","at":%q}`, time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := raw.Put(context.Background(), "/degraded/shop/instances/dead", dead, clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
 
-	eventually(t, 5*time.Second, "a sees both instances", func() bool { return len(a.View().Instances) == 2 })
-	if v := a.View(); v.Levels["Major"] != 1 || v.Levels["Normal"] != 1 {
-		t.Errorf("levels = %v, want one Major and one Normal", v.Levels)
+	ctx := context.Background()
+	eventually(t, 5*time.Second, "the aggregate counts both instances", func() bool {
+		v := a.Document(ctx, 100)
+		return len(v.Instances) == 2 && v.Aggregate != nil && v.Aggregate.Instances == 2
+	})
+	if v := a.Document(ctx, 100); v.Aggregate.Levels["Major"] != 1 || v.Aggregate.Levels["Normal"] != 1 || v.InstancesTotal != 2 {
+		t.Errorf("view %+v, aggregate %+v: want one Major and one Normal, 2 in all", v, v.Aggregate)
 	}
 	start := time.Now()
-	eventually(t, 6*time.Second, "the dead instance leaves the view", func() bool { return len(a.View().Instances) == 1 })
+	eventually(t, 6*time.Second, "the dead instance leaves the view and the aggregate", func() bool {
+		v := a.Document(ctx, 100)
+		return len(v.Instances) == 1 && v.Aggregate.Instances == 1
+	})
 	t.Logf("the dead instance left the view %s after its last write", time.Since(start).Round(time.Millisecond))
-	if v := a.View(); v.Instances[0].Instance != "a" {
+	if v := a.Document(ctx, 100); v.Instances[0].Instance != "a" {
 		t.Errorf("view holds %+v, want only a", v.Instances)
 	}
 }
 
-func TestFleetErrorRateSumsTheLiveInstances(t *testing.T) {
+func TestFleetErrorRateComesFromTheAggregate(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	ms := []*fleet.Fleet{member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b"), member(t, etcd.endpoint(), "c")}
 	connected(t, ms...)
 	windows := [][2]int64{{100, 30}, {200, 10}, {700, 60}}
 	for i, m := range ms {
-		m.Report(fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: windows[i][0], WindowFailures: windows[i][1], At: time.Now()})
+		reporting(t, m, fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: windows[i][0], WindowFailures: windows[i][1]})
 	}
 	for _, m := range ms {
-		eventually(t, 5*time.Second, m.Instance()+" sees 3 instances", func() bool {
-			_, _, n, ok := m.ErrorRate()
-			return ok && n == 3
+		eventually(t, 5*time.Second, m.Instance()+" sees an aggregate of 3 instances", func() bool {
+			return m.ErrorRate(time.Now()).Instances == 3
 		})
-		att, fail, n, _ := m.ErrorRate()
-		if att != 1000 || fail != 100 || n != 3 {
-			t.Errorf("%s: fleet window %d/%d over %d instances, want 100 failures of 1000 attempts (10%%) over 3", m.Instance(), fail, att, n)
+		if w := m.ErrorRate(time.Now()); w.Attempts != 1000 || w.Failures != 100 || w.Local != "" {
+			t.Errorf("%s: fleet window %+v, want 100 failures of 1000 attempts (10%%) over 3", m.Instance(), w)
 		}
+	}
+	var aggregators int
+	for _, m := range ms {
+		if m.Aggregating() > 0 {
+			aggregators++
+		}
+	}
+	if aggregators != 1 {
+		t.Errorf("%d members aggregate, want exactly 1", aggregators)
 	}
 }
 
 func TestEtcdStoppedAndRestarted(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
 	connected(t, a, b)
@@ -140,7 +157,7 @@ func TestEtcdStoppedAndRestarted(t *testing.T) {
 	stopped := time.Now()
 	eventually(t, 3*time.Second+500*time.Millisecond, "b notices etcd is gone within dial_timeout + 2s", func() bool { return !b.Connected() })
 	t.Logf("disconnected after %s", time.Since(stopped).Round(time.Millisecond))
-	if got, _ := b.Override(); got.Override == nil || got.Revision != set.Revision {
+	if got := b.Override(); got.Override == nil || got.Revision != set.Revision {
 		t.Errorf("b holds %+v while etcd is down, want the last override kept", got)
 	}
 	_, err = a.SetOverride(context.Background(), pin("Severe", "nope", time.Hour))
@@ -150,7 +167,7 @@ func TestEtcdStoppedAndRestarted(t *testing.T) {
 
 	etcd.start()
 	connected(t, a, b)
-	clr, err := a.ClearOverride(context.Background(), "INC-7 over")
+	clr, err := a.ClearOverride(context.Background(), "INC-7 over", "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +177,7 @@ func TestEtcdStoppedAndRestarted(t *testing.T) {
 }
 
 func TestPartitionKeepsTheOverrideAndCatchesUp(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	p := newProxy(t, etcd.client.Host)
 	a, b := member(t, etcd.endpoint(), "a"), member(t, p.endpoint(), "b")
@@ -176,7 +194,7 @@ func TestPartitionKeepsTheOverrideAndCatchesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := b.Override(); got.Revision != first.Revision || got.Override == nil || got.Override.Level != "Moderate" {
+	if got := b.Override(); got.Revision != first.Revision || got.Override == nil || got.Override.Level != "Moderate" {
 		t.Errorf("b holds %+v during the partition, want the first override kept", got)
 	}
 
@@ -191,6 +209,7 @@ func TestPartitionKeepsTheOverrideAndCatchesUp(t *testing.T) {
 }
 
 func TestAuditHistory(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
 	connected(t, a, b)
@@ -198,7 +217,7 @@ func TestAuditHistory(t *testing.T) {
 	if _, err := a.SetOverride(ctx, pin("Major", "INC-42", 15*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.ClearOverride(ctx, "INC-42 resolved"); err != nil {
+	if _, err := b.ClearOverride(ctx, "INC-42 resolved", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	// Concurrent writers each get their own sequence number.
@@ -228,7 +247,7 @@ func TestAuditHistory(t *testing.T) {
 	if set.Action != "set" || set.Level != "Major" || set.Mode != "pin" || set.TTL != "15m0s" || set.Reason != "INC-42" || set.Instance != "a" || set.ExpiresAt == nil {
 		t.Errorf("first entry = %+v, want a's set of pin Major for 15m0s", set)
 	}
-	if clr.Action != "clear" || clr.Reason != "INC-42 resolved" || clr.Instance != "b" || clr.ExpiresAt != nil {
+	if clr.Action != "clear" || clr.Reason != "INC-42 resolved" || clr.Instance != "b" || clr.Actor != "bob" || clr.ExpiresAt != nil {
 		t.Errorf("second entry = %+v, want b's clear", clr)
 	}
 	if h2, _ := a.History(ctx, 2); len(h2) != 2 || h2[0].Seq != 6 {
@@ -239,14 +258,11 @@ func TestAuditHistory(t *testing.T) {
 // A replaced or cleared fleet override leaves no lease behind in etcd:
 // only the instances' leases and the standing override's remain.
 func TestReplacedOverrideLeavesNoLease(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	a, b := member(t, etcd.endpoint(), "a"), member(t, etcd.endpoint(), "b")
 	connected(t, a, b)
-	raw, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.endpoint()}, DialTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := etcd.raw(t)
 	ctx := context.Background()
 	leases := func() int {
 		t.Helper()
@@ -269,7 +285,7 @@ func TestReplacedOverrideLeavesNoLease(t *testing.T) {
 			t.Errorf("after PUT %d: %d leases in etcd, want %d (the instances' and one for the override)", i+1, got, instances+1)
 		}
 	}
-	if _, err := b.ClearOverride(ctx, "INC-42 resolved"); err != nil {
+	if _, err := b.ClearOverride(ctx, "INC-42 resolved", "admin"); err != nil {
 		t.Fatal(err)
 	}
 	if got := leases(); got != instances {
@@ -277,12 +293,18 @@ func TestReplacedOverrideLeavesNoLease(t *testing.T) {
 	}
 }
 
+// TestTwoProcessesUnderOneInstanceNameConflict (finding 8, its second
+// half): two live processes under one name both raise the conflict, and
+// it clears once the other has gone.
 func TestTwoProcessesUnderOneInstanceNameConflict(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
-	a, b, c := member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-1"), member(t, etcd.endpoint(), "web-2")
+	a, alog := logged(t, etcd.endpoint(), "web-1")
+	b, _, stopB := startMember(t, etcd.endpoint(), "web-1")
+	c := member(t, etcd.endpoint(), "web-2")
 	connected(t, a, b, c)
 	for _, m := range []*fleet.Fleet{a, b, c} {
-		m.Report(fleet.Report{Level: "Normal", Source: "auto", At: time.Now()})
+		reporting(t, m, fleet.Report{Level: "Normal", Source: "auto"})
 	}
 	for _, m := range []*fleet.Fleet{a, b} {
 		eventually(t, 5*time.Second, "a process sharing web-1 notices the other", m.Conflict)
@@ -290,4 +312,9 @@ func TestTwoProcessesUnderOneInstanceNameConflict(t *testing.T) {
 	if c.Conflict() {
 		t.Error("web-2, alone under its name, reports a conflict")
 	}
+	if n := alog.count("another process reports under this instance's name", b.InstanceID()); n != 1 {
+		t.Errorf("a logged the conflict %d times, want once:\n%s", n, alog)
+	}
+	_ = stopB()
+	eventually(t, 5*time.Second, "the conflict clears once the other process has gone (within instance_ttl and a tick)", func() bool { return !a.Conflict() })
 }

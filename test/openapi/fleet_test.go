@@ -49,16 +49,19 @@ func (f *fakeFleet) SetOverride(_ context.Context, r controller.OverrideRequest)
 	now := time.Now().UTC()
 	exp := now.Add(r.TTL)
 	return f.commit(controller.FleetUpdate{Override: &controller.Override{Level: r.Level, Mode: r.Mode, Reason: r.Reason, SetAt: now, ExpiresAt: exp}, TTL: r.TTL},
-		api.FleetAuditEntry{Action: "set", Level: r.Level, Mode: string(r.Mode), TTL: r.TTL.String(), Reason: r.Reason, ExpiresAt: &exp})
+		api.FleetAuditEntry{Action: "set", Level: r.Level, Mode: string(r.Mode), TTL: r.TTL.String(), Reason: r.Reason, Actor: r.Actor, ExpiresAt: &exp})
 }
 
-func (f *fakeFleet) ClearOverride(context.Context) error {
-	return f.commit(controller.FleetUpdate{}, api.FleetAuditEntry{Action: "clear", Reason: "INC-42"})
+func (f *fakeFleet) ClearOverride(context.Context, string) error {
+	return f.commit(controller.FleetUpdate{}, api.FleetAuditEntry{Action: "clear", Reason: "INC-42", Actor: "admin"})
 }
 
-func (f *fakeFleet) Document() api.FleetDocument {
+func (f *fakeFleet) Document(context.Context, int) api.FleetDocument {
 	rate := 12.0
 	return api.FleetDocument{Name: "shop", Instance: "web-1", Connected: !f.down, Override: f.c.FleetOverride(),
+		Aggregator:      &api.FleetAggregator{Instance: "web-2", Term: 17, At: time.Now().UTC()},
+		OverrideRefused: &api.FleetRefusal{Revision: 41, Level: "Panic", Actor: "alice", Error: `invalid override: level "Panic" is not configured here`, At: time.Now().UTC()},
+		InstancesTotal:  1,
 		Instances: []api.FleetInstance{{Instance: "web-1", Level: "Major", Index: 3, Source: "fleet",
 			Signals: json.RawMessage(`{"cpu_percent":12.5}`), SeenAt: time.Now().UTC()}},
 		Levels: map[string]int{"Major": 1}, ErrorRatePercent: &rate, WindowAttempts: 100, WindowFailures: 12}
@@ -95,6 +98,8 @@ func fleetExchanges(t *testing.T, c *contract) {
 	}
 	run(
 		exchange{name: "view", method: "GET", target: "/v1/fleet", want: 200},
+		exchange{name: "view, 5 instances", method: "GET", target: "/v1/fleet?limit=5", want: 200},
+		exchange{name: "view, limit 0", method: "GET", target: "/v1/fleet?limit=0", want: 400, spec: specRejects},
 		exchange{name: "history, empty", method: "GET", target: "/v1/fleet/history", want: 200},
 		exchange{name: "set without a token", method: "PUT", target: "/v1/fleet/override", body: body, want: 401},
 		exchange{name: "set an unknown level", method: "PUT", target: "/v1/fleet/override", body: `{"level":"Panic","ttl":"1m","reason":"x"}`, header: admin, want: 400, spec: specSilent},

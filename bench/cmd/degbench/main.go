@@ -7,6 +7,7 @@
 //	degbench reaction -binary B                  failing outcomes posted -> SSE level event
 //	degbench idle     -binary B                  CPU and RSS with 100 subscribers, default config
 //	degbench fleet    -binary B -daemons 50      a fleet override through etcd -> every daemon's SSE event
+//	degbench fleet-scale -sizes 100,300,1000     1,000 members of the fleet package in one process on one etcd
 //	degbench overload -binary B [-quick]         a fixed-capacity service under overload, each system in front
 //	degbench report   -results DIR -out FILE     docs/performance.md from the results
 //
@@ -36,13 +37,14 @@ func main() {
 		"reaction":         reactionCmd,
 		"idle":             idleCmd,
 		"fleet":            fleetCmd,
+		"fleet-scale":      fleetScaleCmd,
 		"overload":         overloadCmd,
 		"floor":            floorCmd,
 		"overload-service": overloadServiceCmd,
 		"report":           reportCmd,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|fleet|overload|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: degbench fanout|scale|http|reaction|idle|fleet|fleet-scale|overload|report [flags]")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {

@@ -1,0 +1,45 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+// TestClassify: refused credentials and failed TLS handshakes are named
+// as such; everything else is plain "unavailable".
+func TestClassify(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		err  error
+		kind error
+	}{
+		{"wrong password", rpctypes.ErrAuthFailed, ErrAuth},
+		{"no permission", fmt.Errorf("txn: %w", rpctypes.ErrPermissionDenied), ErrAuth},
+		{"unknown CA", errors.New(`rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`), ErrTLS},
+		{"https to plaintext", errors.New(`rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`), ErrTLS},
+		{"refused connection", errors.New(`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`), nil},
+		{"deadline", context.DeadlineExceeded, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := classify(ctx, "write", c.err)
+			if !errors.Is(err, ErrUnavailable) {
+				t.Errorf("%v does not wrap ErrUnavailable", err)
+			}
+			for _, k := range []error{ErrAuth, ErrTLS} {
+				if errors.Is(err, k) != (k == c.kind) {
+					t.Errorf("%v: wraps %v = %v, want %v", err, k, errors.Is(err, k), k == c.kind)
+				}
+			}
+		})
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := classify(canceled, "write", fmt.Errorf("rpc: %w", context.Canceled)); err != context.Canceled {
+		t.Errorf("the caller's own end: %v, want context.Canceled unchanged", err)
+	}
+}

@@ -1,0 +1,137 @@
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxCount is the largest attempts or failures count a report or an
+// aggregate may carry: a window of a trillion requests is already
+// absurd, and a thousand instances of it still sum far below int64's
+// limit, so no sum can wrap.
+const MaxCount = 1e12
+
+// MaxReasonLength is the longest fleet override reason accepted, in
+// characters: the same limit as a local override's.
+const MaxReasonLength = 500
+
+// maxActorLength bounds an override's actor (names are at most 32
+// characters; the reserved ones are shorter).
+const maxActorLength = 64
+
+// checkReport decodes and checks one instance report as the aggregator
+// reads it: now is the reader's clock, ttl the instance lease. A report
+// that fails is left out of every sum.
+func checkReport(value []byte, lease int64, now time.Time, ttl time.Duration) (Report, error) {
+	var r Report
+	switch {
+	case lease == 0:
+		return r, errors.New("the key has no lease (written by hand?), so it would outlive its instance")
+	case json.Unmarshal(value, &r) != nil:
+		return r, errors.New("the value is not a JSON report")
+	}
+	if err := checkCounts(r.WindowAttempts, r.WindowFailures); err != nil {
+		return r, err
+	}
+	switch {
+	case r.Level == "":
+		return r, errors.New("the report names no level")
+	case r.At.IsZero():
+		return r, errors.New("the report has no at")
+	case now.Sub(r.At) > ttl:
+		return r, fmt.Errorf("the report's at %s is older than fleet.instance_ttl (%s)", r.At.UTC().Format(time.RFC3339), ttl)
+	}
+	return r, nil
+}
+
+// checkCounts checks a window's attempts and failures.
+func checkCounts(attempts, failures int64) error {
+	switch {
+	case attempts < 0 || failures < 0:
+		return fmt.Errorf("negative count (attempts %d, failures %d)", attempts, failures)
+	case attempts > MaxCount || failures > MaxCount:
+		return fmt.Errorf("count above 1e12 (attempts %d, failures %d)", attempts, failures)
+	case failures > attempts:
+		return fmt.Errorf("failures above attempts (%d > %d)", failures, attempts)
+	}
+	return nil
+}
+
+// checkAggregate decodes and checks an aggregate as an instance reads it.
+func checkAggregate(value []byte) (Aggregate, error) {
+	var a Aggregate
+	if err := json.Unmarshal(value, &a); err != nil {
+		return a, errors.New("the value is not a JSON aggregate")
+	}
+	if err := checkCounts(a.Attempts, a.Failures); err != nil {
+		return a, err
+	}
+	switch {
+	case a.Instances < 0:
+		return a, fmt.Errorf("negative instances (%d)", a.Instances)
+	case a.Term <= 0:
+		return a, fmt.Errorf("term %d is not an election key's create revision", a.Term)
+	case a.Leader == "":
+		return a, errors.New("the aggregate names no leader")
+	case a.At.IsZero():
+		return a, errors.New("the aggregate has no at")
+	}
+	return a, nil
+}
+
+// checkOverride decodes and checks a fleet override read from etcd, as
+// far as it can be checked without the level table (the controller
+// checks the level): a value that fails is refused whole.
+func checkOverride(value []byte) (*Override, error) {
+	var o Override
+	if err := json.Unmarshal(value, &o); err != nil {
+		return nil, fmt.Errorf("not a JSON fleet override: %w", err)
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// check is what a fleet override needs to be applied at all.
+func (o *Override) check() error {
+	switch n := utf8.RuneCountInString(o.Reason); {
+	case o.Level == "":
+		return errors.New("the fleet override names no level")
+	case o.Mode != "pin" && o.Mode != "floor":
+		return fmt.Errorf("mode must be pin or floor (was %q)", truncate(o.Mode))
+	case o.TTL <= 0:
+		return fmt.Errorf("ttl must be positive (was %s)", o.TTL)
+	case n == 0 || n > MaxReasonLength:
+		return fmt.Errorf("reason must be 1 to %d characters (was %d)", MaxReasonLength, n)
+	case utf8.RuneCountInString(o.Actor) > maxActorLength:
+		return fmt.Errorf("actor must be at most %d characters", maxActorLength)
+	case o.SetAt.IsZero() || o.ExpiresAt.IsZero():
+		return errors.New("set_at and expires_at must both be set")
+	case o.ExpiresAt.Before(o.SetAt):
+		return errors.New("expires_at is before set_at")
+	}
+	return nil
+}
+
+// truncate shortens a value quoted in an error to 40 characters.
+func truncate(s string) string {
+	if utf8.RuneCountInString(s) <= 40 {
+		return s
+	}
+	return string([]rune(s)[:40]) + "..."
+}
+
+// sum aggregates one round of valid reports.
+func sum(reports []Report) Aggregate {
+	a := Aggregate{Levels: map[string]int{}, Instances: len(reports)}
+	for _, r := range reports {
+		a.Attempts += r.WindowAttempts
+		a.Failures += r.WindowFailures
+		a.Levels[r.Level]++
+	}
+	return a
+}

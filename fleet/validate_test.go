@@ -1,0 +1,104 @@
+package fleet
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckReport(t *testing.T) {
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	at := now.Add(-time.Second).Format(time.RFC3339Nano)
+	report := func(attempts, failures string) string {
+		return `{"level":"Normal","window_attempts":` + attempts + `,"window_failures":` + failures + `,"at":"` + at + `"}`
+	}
+	for _, c := range []struct {
+		name  string
+		value string
+		lease int64
+		want  string // "" = valid
+	}{
+		{"valid", report("1000", "100"), 7, ""},
+		{"no lease", report("1000", "100"), 0, "has no lease"},
+		{"not JSON", `{"level":`, 7, "not a JSON report"},
+		{"negative failures", report("100", "-33"), 7, "negative count"},
+		{"negative attempts", report("-1", "0"), 7, "negative count"},
+		{"attempts above 1e12", report("9000000000000000000", "0"), 7, "count above 1e12"},
+		{"failures above attempts", report("10", "1000"), 7, "failures above attempts"},
+		{"no level", `{"window_attempts":1,"window_failures":0,"at":"` + at + `"}`, 7, "names no level"},
+		{"no at", `{"level":"Normal","window_attempts":1,"window_failures":0}`, 7, "has no at"},
+		{"older than the ttl", `{"level":"Normal","at":"` + now.Add(-11*time.Second).Format(time.RFC3339) + `"}`, 7, "older than fleet.instance_ttl"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := checkReport([]byte(c.value), c.lease, now, 10*time.Second)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("error %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// One lying report never wraps or poisons the sum: every count is
+// bounded, so a thousand of the largest sum below int64's limit.
+func TestSumOfTheLargestReportsDoesNotWrap(t *testing.T) {
+	rs := make([]Report, 1000)
+	for i := range rs {
+		rs[i] = Report{Level: "Normal", WindowAttempts: MaxCount, WindowFailures: MaxCount}
+	}
+	a := sum(rs)
+	if a.Attempts != 1000*MaxCount || a.Failures != a.Attempts || a.Instances != 1000 || a.Levels["Normal"] != 1000 {
+		t.Errorf("sum = %+v, want 1e15 attempts and failures over 1000 Normal instances", a)
+	}
+}
+
+func TestCheckOverride(t *testing.T) {
+	valid := `"level":"Major","mode":"pin","ttl":"15m0s","instance":"a","actor":"alice","set_at":"2026-11-30T08:00:00Z","expires_at":"2026-11-30T08:15:00Z"`
+	for _, c := range []struct {
+		name, value, want string
+	}{
+		{"valid", `{` + valid + `,"reason":"INC-42"}`, ""},
+		{"not JSON", `{"level":"Major"`, "not a JSON fleet override"},
+		{"a reason of 1 MB", `{` + valid + `,"reason":"` + strings.Repeat("x", 1<<20) + `"}`, "reason must be 1 to 500 characters (was 1048576)"},
+		{"no reason", `{` + valid + `,"reason":""}`, "reason must be 1 to 500"},
+		{"no level", `{"level":"","mode":"pin","ttl":"1m","reason":"x","set_at":"2026-11-30T08:00:00Z","expires_at":"2026-11-30T08:01:00Z"}`, "names no level"},
+		{"bad mode", `{"level":"Major","mode":"cap","ttl":"1m","reason":"x","set_at":"2026-11-30T08:00:00Z","expires_at":"2026-11-30T08:01:00Z"}`, "mode must be pin or floor"},
+		{"bad ttl", `{"level":"Major","mode":"pin","ttl":"soon","reason":"x"}`, "ttl"},
+		{"no ttl", `{"level":"Major","mode":"pin","reason":"x","set_at":"2026-11-30T08:00:00Z","expires_at":"2026-11-30T08:01:00Z"}`, "ttl must be positive"},
+		{"no expires_at", `{"level":"Major","mode":"pin","ttl":"1m","reason":"x","set_at":"2026-11-30T08:00:00Z"}`, "set_at and expires_at"},
+		{"expires before it is set", `{"level":"Major","mode":"pin","ttl":"1m","reason":"x","set_at":"2026-11-30T08:00:00Z","expires_at":"2026-11-30T07:00:00Z"}`, "before set_at"},
+		{"a long actor", `{` + strings.Replace(valid, `"alice"`, `"`+strings.Repeat("a", 65)+`"`, 1) + `,"reason":"x"}`, "actor must be at most 64"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := checkOverride([]byte(c.value))
+			switch {
+			case c.want == "" && (err != nil || o.Level != "Major" || o.TTL != 15*time.Minute || o.Actor != "alice"):
+				t.Errorf("checkOverride = %+v, %v; want alice's Major for 15m", o, err)
+			case c.want != "" && (err == nil || o != nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("checkOverride = %+v, %v; want it refused whole, saying %q", o, err, c.want)
+			}
+			if err != nil && len(err.Error()) > 200 {
+				t.Errorf("the error quotes the value: %d bytes", len(err.Error()))
+			}
+		})
+	}
+}
+
+func TestCheckAggregate(t *testing.T) {
+	for _, c := range []struct{ name, value, want string }{
+		{"valid", `{"attempts":10,"failures":1,"instances":2,"levels":{"Normal":2},"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, ""},
+		{"not JSON", `x`, "not a JSON aggregate"},
+		{"failures above attempts", `{"attempts":1,"failures":2,"instances":1,"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, "failures above attempts"},
+		{"no term", `{"attempts":1,"failures":0,"instances":1,"leader":"a","at":"2026-11-30T08:00:00Z"}`, "term 0"},
+		{"no leader", `{"attempts":1,"failures":0,"instances":1,"term":3,"at":"2026-11-30T08:00:00Z"}`, "no leader"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := checkAggregate([]byte(c.value))
+			if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+				t.Errorf("checkAggregate: %v, want %q", err, c.want)
+			}
+		})
+	}
+}

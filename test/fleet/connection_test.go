@@ -1,0 +1,168 @@
+package fleet_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestConnectedTurnsFalseWithinDialTimeoutPlus2s (finding 9): with etcd
+// gone, every daemon shows fleet.connected false within dial_timeout +
+// 2s (here 3s + 2s), however long a lease revoke would wait.
+func TestConnectedTurnsFalseWithinDialTimeoutPlus2s(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	var rs []*rig
+	for _, name := range []string{"a", "b", "c"} {
+		rs = append(rs, fleetRig(t, fleetYAML(t, etcd.endpoint(), name, "dial_timeout: 3s", "")))
+	}
+	for i, r := range rs {
+		eventually(t, 10*time.Second, fmt.Sprintf("daemon %d connects", i), func() bool { return level(t, r.Rig).Fleet.Connected })
+	}
+	start := time.Now()
+	etcd.stop()
+	var wg sync.WaitGroup
+	took := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		wg.Go(func() {
+			for level(t, r.Rig).Fleet.Connected && time.Since(start) < 15*time.Second {
+				time.Sleep(20 * time.Millisecond)
+			}
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	t.Logf("fleet.connected false after %v (dial_timeout 3s)", took)
+	for i, d := range took {
+		if d > 5*time.Second {
+			t.Errorf("daemon %d showed connected false %s after etcd stopped, want within dial_timeout + 2s (5s)", i, d.Round(time.Millisecond))
+		}
+	}
+}
+
+// TestReconnectBackoffIsCappedAt5s (finding 10): through a 25s outage
+// (etcd's port open, every connection closed at once) each daemon tries
+// again at least every 5s (the backoff cap) plus one attempt and a
+// second's slack, and reconnects within as much of etcd being back; a
+// reused client's own gRPC backoff would have stretched past 9s by then,
+// and keeps growing to two minutes.
+func TestReconnectBackoffIsCappedAt5s(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	var rs []*rig
+	var ps []*proxy
+	for _, name := range []string{"a", "b", "c"} {
+		p := newProxy(t, etcd.client.Host)
+		ps = append(ps, p)
+		rs = append(rs, fleetRig(t, fleetYAML(t, p.endpoint(), name, "dial_timeout: 1s", "")))
+	}
+	for i, r := range rs {
+		eventually(t, 10*time.Second, fmt.Sprintf("daemon %d connects", i), func() bool { return level(t, r.Rig).Fleet.Connected })
+	}
+	for _, p := range ps {
+		p.down()
+	}
+	outage := time.NewTimer(25 * time.Second)
+	<-outage.C
+	var dials [][]time.Time
+	for _, p := range ps {
+		dials = append(dials, p.up())
+	}
+	back := time.Now()
+	var wg sync.WaitGroup
+	took := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		wg.Go(func() {
+			for !level(t, r.Rig).Fleet.Connected && time.Since(back) < 40*time.Second {
+				time.Sleep(20 * time.Millisecond)
+			}
+			took[i] = time.Since(back)
+		})
+	}
+	wg.Wait()
+	const most = 6500 * time.Millisecond
+	for i, ds := range dials {
+		var gap time.Duration
+		for j := 1; j < len(ds); j++ {
+			gap = max(gap, ds[j].Sub(ds[j-1]))
+		}
+		gap = max(gap, back.Sub(ds[len(ds)-1]))
+		t.Logf("daemon %d: %d dial attempts in the 25s outage, the longest gap %s; reconnected %s after etcd was back",
+			i, len(ds), gap.Round(time.Millisecond), took[i].Round(time.Millisecond))
+		if gap > most {
+			t.Errorf("daemon %d waited %s between two connection attempts, want at most 5s + one attempt + 1s", i, gap.Round(time.Millisecond))
+		}
+		if took[i] > most {
+			t.Errorf("daemon %d reconnected %s after etcd was back, want within 5s + one attempt + 1s", i, took[i].Round(time.Millisecond))
+		}
+	}
+}
+
+// TestAHungMemberCostsNo503 (finding 6, with three members behind
+// proxies to one etcd): two of them hang (every connection kept open,
+// nothing forwarded, as SIGSTOP does); the daemons move to the third
+// without a single 503 and without showing connected false, and every
+// fleet PUT meanwhile reaches both.
+func TestAHungMemberCostsNo503(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	ps := []*proxy{newProxy(t, etcd.client.Host), newProxy(t, etcd.client.Host), newProxy(t, etcd.client.Host)}
+	eps := ps[0].endpoint() + ", " + ps[1].endpoint() + ", " + ps[2].endpoint()
+	a := fleetRig(t, strings.Replace(fleetYAML(t, eps, "a", "dial_timeout: 2s", ""), "instance_ttl: 2s", "instance_ttl: 4s", 1))
+	b := fleetRig(t, strings.Replace(fleetYAML(t, eps, "b", "dial_timeout: 2s", ""), "instance_ttl: 2s", "instance_ttl: 4s", 1))
+	rs := []*rig{a, b}
+	for i, r := range rs {
+		eventually(t, 10*time.Second, fmt.Sprintf("daemon %d connects", i), func() bool { return level(t, r.Rig).Fleet.Connected })
+	}
+	// Hang the members the daemons use, keeping one neither uses.
+	used := map[string]bool{}
+	for _, r := range rs {
+		used[connectedTo(r.log)] = true
+	}
+	for _, p := range ps {
+		if used[p.endpoint()] || len(used) < 2 {
+			p.freeze()
+			used[p.endpoint()] = true
+		}
+	}
+	stop := time.Now().Add(6 * time.Second)
+	var disconnected []string
+	for n := 0; time.Now().Before(stop); n++ {
+		r := rs[n%2]
+		reason := fmt.Sprintf("INC-%d", n)
+		start := time.Now()
+		code, body := call(t, "PUT", r.URL+"/v1/fleet/override", fmt.Sprintf(`{"level":"Major","mode":"pin","ttl":"15m","reason":%q}`, reason))
+		if code != http.StatusOK {
+			t.Fatalf("PUT %d with two members hung: %d %s after %s", n, code, body, time.Since(start).Round(time.Millisecond))
+		}
+		for i, r := range rs {
+			eventually(t, 3*time.Second, fmt.Sprintf("daemon %d applies %s", i, reason), func() bool {
+				st := level(t, r.Rig)
+				if !st.Fleet.Connected {
+					disconnected = append(disconnected, fmt.Sprintf("daemon %d at PUT %d", i, n))
+				}
+				return st.Fleet.Override != nil && st.Fleet.Override.Reason == reason
+			})
+		}
+	}
+	if len(disconnected) > 0 {
+		t.Errorf("connected false while a healthy member was there: %v", disconnected)
+	}
+}
+
+// connectedTo is the endpoint of the last "connected to etcd" line in log,
+// "" when none says.
+func connectedTo(log *logBuffer) string {
+	ep := ""
+	for line := range strings.Lines(log.String()) {
+		if strings.Contains(line, "connected to etcd") {
+			if _, after, ok := strings.Cut(line, "endpoint="); ok {
+				ep = strings.Fields(after)[0]
+			}
+		}
+	}
+	return ep
+}

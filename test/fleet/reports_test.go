@@ -1,0 +1,180 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/degraded/degraded/fleet"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// liar writes hand-made instance reports every tick until the test ends,
+// each with a fresh "at", under a lease it keeps alive (or none): what a
+// buggy or hostile writer of the instances/ keys can do.
+func liar(t *testing.T, etcd *etcdServer, reports map[string]string, noLease ...string) {
+	t.Helper()
+	raw := etcd.raw(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	lease, err := raw.Grant(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.KeepAlive(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	bare := map[string]bool{}
+	for _, n := range noLease {
+		bare[n] = true
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	first := make(chan struct{})
+	wg.Go(func() {
+		tick := time.NewTicker(testTick)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			at := time.Now().UTC().Format(time.RFC3339Nano)
+			for name, v := range reports {
+				var opts []clientv3.OpOption
+				if !bare[name] {
+					opts = append(opts, clientv3.WithLease(lease.ID))
+				}
+				_, _ = raw.Put(ctx, "/degraded/shop/instances/"+name, strings.ReplaceAll(v, "AT", at), opts...)
+			}
+			if i == 0 {
+				close(first)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	<-first
+}
+
+// TestLyingReportsAreLeftOutOfTheFleetSums (finding 1): reports with
+// negative failures, overflowing attempts, failures above attempts, a
+// value that is not JSON, a key without a lease and a report whose "at"
+// is old are left out of the fleet's error window and level counts, and
+// each is logged once per key, however many ticks it stays.
+func TestLyingReportsAreLeftOutOfTheFleetSums(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	a := fleetRig(t, fleetYAML(t, etcd.endpoint(), "a", "", ""))
+	b := fleetRig(t, fleetYAML(t, etcd.endpoint(), "b", "", ""))
+	eventually(t, 10*time.Second, "a fleet view of a and b", func() bool { return fleetView(t, a.Rig).Levels["Normal"] == 2 })
+	if code, body := call(t, "POST", a.URL+"/v1/outcomes", `{"success":900,"failure":100}`); code != 202 {
+		t.Fatalf("POST /v1/outcomes: %d %s", code, body)
+	}
+	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	liar(t, etcd, map[string]string{
+		"negative":  `{"level":"Normal","window_attempts":1000,"window_failures":-333130,"at":"AT","instance_id":"x1"}`,
+		"overflow":  `{"level":"Normal","window_attempts":9223372036854775807,"window_failures":0,"at":"AT","instance_id":"x2"}`,
+		"inverted":  `{"level":"Emergency","window_attempts":10,"window_failures":1043,"at":"AT","instance_id":"x3"}`,
+		"garbage":   `{"level":"Emergency",`,
+		"handmade":  `{"level":"Emergency","window_attempts":10,"window_failures":10,"at":"AT","instance_id":"x4"}`,
+		"long-dead": `{"level":"Emergency","window_attempts":10,"window_failures":10,"at":"` + old + `","instance_id":"x5"}`,
+	}, "handmade")
+
+	for i, r := range []*rig{a, b} {
+		eventually(t, 10*time.Second, fmt.Sprintf("daemon %d's fleet view sums only a and b", i), func() bool {
+			v := fleetView(t, r.Rig)
+			return v.WindowAttempts == 1000 && v.WindowFailures == 100 && v.Levels["Emergency"] == 0 && v.Levels["Normal"]+v.Levels["Moderate"] == 2
+		})
+		if v := fleetView(t, r.Rig); len(v.Instances) != 2 || v.InstancesTotal != 8 {
+			t.Errorf("daemon %d lists %+v of %d, want a and b of the 8 keys", i, v.Instances, v.InstancesTotal)
+		}
+	}
+	first := fleetView(t, a.Rig).Aggregator.At
+	eventually(t, 5*time.Second, "five more rounds of the same lies", func() bool {
+		return fleetView(t, a.Rig).Aggregator.At.Sub(first) >= 5*testTick
+	})
+	logs := a.log.String() + b.log.String()
+	for _, key := range []string{"negative", "overflow", "inverted", "garbage", "handmade", "long-dead"} {
+		if n := strings.Count(logs, "key=/degraded/shop/instances/"+key+" "); n != 1 {
+			t.Errorf("%s was logged %d times, want once:\n%s", key, n, logs)
+		}
+	}
+	for _, want := range []string{"negative count", "count above 1e12", "failures above attempts", "not a JSON report", "has no lease", "older than fleet.instance_ttl"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log does not say %q:\n%s", want, logs)
+		}
+	}
+	if v := fleetView(t, a.Rig); v.Aggregator == nil || v.Aggregator.Instance == "" || v.Aggregator.Term <= 0 {
+		t.Errorf("the fleet view names no aggregator: %+v", v.Aggregator)
+	}
+	if st := level(t, a.Rig); st.Level != "Moderate" || !strings.Contains(st.Reason, "fleet error_rate 10.00% > 5% (Moderate) over 2 instances") {
+		t.Errorf("a publishes %s (%q), want Moderate from the fleet's 10%% over 2 instances", st.Level, st.Reason)
+	}
+}
+
+// TestANewAggregatorTakesOver: the aggregator crashes (cut off from etcd,
+// its lease left to run out), another instance is elected and publishes
+// within 2 x instance_ttl, with a higher term; instances refuse an
+// aggregate of a lower term than one they saw.
+func TestANewAggregatorTakesOver(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	type m struct {
+		f   *fleet.Fleet
+		log *logBuffer
+		cut *cutter
+	}
+	var ms []m
+	for _, name := range []string{"a", "b", "c"} {
+		c := &cutter{}
+		f, log := logged(t, etcd.endpoint(), name, c.withDial)
+		reporting(t, f, fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: 10})
+		ms = append(ms, m{f, log, c})
+	}
+	leader := func() int {
+		for i, x := range ms {
+			if x.f.Aggregating() > 0 && !x.cut.off {
+				return i
+			}
+		}
+		return -1
+	}
+	eventually(t, 5*time.Second, "one member aggregates and everyone sees 3 instances", func() bool {
+		if leader() < 0 {
+			return false
+		}
+		for _, x := range ms {
+			if x.f.ErrorRate(time.Now()).Instances != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	old := leader()
+	term := ms[old].f.Aggregating()
+	ms[old].cut.cut()
+	start := time.Now()
+	other := ms[(old+1)%3]
+	eventually(t, 4*time.Second, "another member publishes an aggregate of a higher term within 2 x instance_ttl", func() bool {
+		a := other.f.Aggregate(time.Now())
+		return leader() >= 0 && a != nil && a.Term > term && a.Instances == 2
+	})
+	next := leader()
+	t.Logf("aggregator %s (term %d) cut off; %s (term %d) published %s later", ms[old].f.Instance(), term,
+		ms[next].f.Instance(), ms[next].f.Aggregating(), time.Since(start).Round(time.Millisecond))
+
+	// A hand-written aggregate of the old, lower term is refused.
+	raw := etcd.raw(t)
+	if _, err := raw.Put(context.Background(), "/degraded/shop/aggregate", fmt.Sprintf(
+		`{"attempts":1,"failures":1,"instances":99,"levels":{"Emergency":99},"leader":"ghost","term":%d,"at":%q}`, term, time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, other.f.Instance()+" refuses the lower term", func() bool {
+		return other.log.count("the aggregate in etcd is refused", fmt.Sprintf("its term %d is lower than term", term)) == 1
+	})
+	if a := other.f.Aggregate(time.Now()); a == nil || a.Leader == "ghost" {
+		t.Errorf("%s holds %+v, want the new aggregator's", other.f.Instance(), a)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/degraded/degraded/internal/timeline"
 	"github.com/degraded/degraded/levels"
 )
 
@@ -82,7 +83,7 @@ func (s *stream) advance(corrupt *int) bool {
 		case long:
 			*corrupt++
 		case len(bytes.TrimSpace(b)) > 0:
-			if at, ok := atOf(b); ok && !at.After(s.latest) {
+			if at, ok := timeline.LineAt(b); ok && !at.After(s.latest) {
 				s.next, s.at = b, at
 				return true
 			}
@@ -114,23 +115,6 @@ func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
 			return line, long, err
 		}
 	}
-}
-
-// atOf reads the "at" of a line the recorder wrote, without parsing the
-// rest; the full parse checks the line.
-func atOf(b []byte) (time.Time, bool) {
-	const key = `"at":"`
-	i := bytes.Index(b, []byte(key))
-	if i < 0 {
-		return time.Time{}, false
-	}
-	rest := b[i+len(key):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return time.Time{}, false
-	}
-	at, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
-	return at, err == nil
 }
 
 // parse reads one timeline line and reports whether it is valid: JSON,

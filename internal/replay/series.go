@@ -192,7 +192,7 @@ func eachAt(ctx context.Context, name string, fn func(time.Time)) error {
 			}
 			b = nil
 		}
-		if at, ok := atOf(b); ok {
+		if at, ok := timeline.LineAt(b); ok {
 			fn(at)
 		}
 		if errors.Is(err, io.EOF) {

@@ -60,7 +60,7 @@ func copyRange(ctx context.Context, w io.Writer, path string, from, to time.Time
 		// The "at" alone decides the range, read without parsing the line:
 		// a narrow range of a day's file (the History view's hover) costs
 		// a scan, not a parse of every line. The lines served are checked.
-		at, ok := lineAt(line)
+		at, ok := LineAt(line)
 		if !ok || (!from.IsZero() && at.Before(from)) || (!to.IsZero() && at.After(to)) || !json.Valid(line) {
 			continue
 		}

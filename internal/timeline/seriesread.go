@@ -94,7 +94,7 @@ var configKey = []byte(`"config":{`)
 // file reads one file's lines.
 func (sc *scan) file(path string) error {
 	return eachLine(sc.ctx, path, func(line []byte) error {
-		at, ok := lineAt(line)
+		at, ok := LineAt(line)
 		switch {
 		case !ok:
 			return nil
@@ -196,9 +196,9 @@ func eachLine(ctx context.Context, path string, fn func([]byte) error) error {
 	}
 }
 
-// lineAt reads the "at" of a line as the recorder writes it, without
+// LineAt reads the "at" of a line as the recorder writes it, without
 // parsing the rest; the full parse checks the line.
-func lineAt(b []byte) (time.Time, bool) {
+func LineAt(b []byte) (time.Time, bool) {
 	const key = `"at":"`
 	i := bytes.Index(b, []byte(key))
 	if i < 0 {

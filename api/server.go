@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -70,9 +71,6 @@ type Deps struct {
 	WriteTimeout time.Duration
 	// MaxWait bounds long-poll waits (default 60s).
 	MaxWait time.Duration
-	// Shutdown, when closed, ends every stream and long-poll; streams so
-	// ended count as sse_dropped_total{reason="shutdown"}. nil never closes.
-	Shutdown <-chan struct{}
 	// ListenHost is the host part of the listen address. Without an admin
 	// token, Host headers naming it are served (see AllowedHosts).
 	ListenHost string
@@ -97,20 +95,51 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
+// Server is the daemon's HTTP API: Handler serves the requests, and Run
+// owns the goroutines that serve the hijacked event streams and ends every
+// stream and long-poll when its context ends. Build it with NewServer; its
+// methods are safe for concurrent use.
+type Server struct {
+	s       *server
+	handler http.Handler
+	ran     atomic.Bool
+}
+
+// NewServer builds the API over d, applying the defaults Deps documents.
+// It starts nothing: plain HTTP/1.1 event streams are hijacked and wait
+// for Run, which serves them (before Run they have had the current
+// state and get nothing more).
+func NewServer(d Deps) *Server {
+	s := newServer(d)
+	return &Server{s: s, handler: s.routes()}
+}
+
+// Handler returns the API's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run serves the hijacked event streams until ctx ends: its goroutine
+// sends every change, sample and ping, with writer goroutines it joins
+// and, while streams are open, a watcher for subscribers that leave (see
+// hub). When ctx ends it ends every stream and waiting long-poll, counted
+// as sse_dropped_total{reason="shutdown"}, refuses new ones, and returns
+// ctx.Err() once its goroutines have exited. Call it once; a second call
+// panics.
+func (s *Server) Run(ctx context.Context) error {
+	if s.ran.Swap(true) {
+		panic("api: Server.Run called twice")
+	}
+	s.s.hub.serve(ctx)
+	return ctx.Err()
+}
+
 type server struct {
 	Deps
 	subscribers atomic.Int64
 	streams     atomic.Int64                 // SSE streams and waiting long-polls
 	lastLevel   atomic.Pointer[encodedLevel] // shared encoding of the latest level event
 	refusals    refusals
-	hub         hub // the hijacked streams
-}
-
-// NewServer returns the daemon's HTTP handler. Plain HTTP/1.1 event streams
-// are served by one goroutine of the handler's own, started with the first
-// stream; it ends, closing them, when Shutdown closes.
-func NewServer(d Deps) http.Handler {
-	return newServer(d).routes()
+	hub         hub           // the hijacked streams
+	shutdown    chan struct{} // closed when Run's context ends
 }
 
 // newServer applies the defaults NewServer documents.
@@ -137,7 +166,9 @@ func newServer(d Deps) *server {
 	if d.Gatherer == nil {
 		d.Gatherer = prometheus.NewRegistry()
 	}
-	s := &server{Deps: d}
+	s := &server{Deps: d, shutdown: make(chan struct{})}
 	s.hub.s = s
+	s.hub.start = make(chan struct{}, 1)
+	s.hub.wake = make(chan struct{}, 1)
 	return s
 }

@@ -94,11 +94,11 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) (dropped string)
 		pinged := false
 		select {
 		case <-r.Context().Done():
-			if isClosed(s.Shutdown) {
+			if isClosed(s.shutdown) {
 				return dropShutdown
 			}
 			return ""
-		case <-s.Shutdown:
+		case <-s.shutdown:
 			return dropShutdown
 		case <-ping.C:
 			pinged = true

@@ -165,16 +165,15 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// TestStreamShutdown: closing Deps.Shutdown ends open streams, counted as
-// dropped for shutdown.
+// TestStreamShutdown: the end of Server.Run's context ends open streams,
+// counted as dropped for shutdown.
 func TestStreamShutdown(t *testing.T) {
-	shutdown := make(chan struct{})
-	r := newRig(t, Deps{Shutdown: shutdown})
+	r := newRig(t, Deps{})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	ch, _ := subscribe(t, context.Background(), srv.URL+"/v1/level/stream")
 	next(t, ch, isLevel)
-	close(shutdown)
+	r.stop()
 	timeout := time.After(10 * time.Second)
 	for open := true; open; {
 		select {

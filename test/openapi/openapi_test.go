@@ -556,7 +556,8 @@ func TestOpenAPI(t *testing.T) {
 	}
 	full.Store(true)
 	t.Cleanup(func() { full.Store(false) }) // the disk is freed before the final save
-	unsaved := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: &window{}}))
+	// No stream: the API need not run.
+	unsaved := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: &window{}}).Handler())
 	defer unsaved.Close()
 	for _, ex := range []exchange{
 		{name: "override not saved", method: "PUT", target: "/v1/override", body: override, want: 503},

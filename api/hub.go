@@ -222,11 +222,3 @@ func (h *hub) drop(c *hubConn, reason string) {
 	c.watch.remove(c) // before the close: the descriptor may be reused
 	_ = c.conn.Close()
 }
-
-// checkEvery is how often every stream is checked for a departed peer and
-// for unsent bytes, even when nothing is sent: a quarter of WriteTimeout,
-// at most a heartbeat, so that degraded_sse_subscribers lags by less than
-// a heartbeat and a stuck stream goes within 1.5 x WriteTimeout.
-func (h *hub) checkEvery() time.Duration {
-	return min(h.s.Heartbeat, max(h.s.WriteTimeout/4, time.Millisecond))
-}

@@ -69,15 +69,21 @@ func (h *hub) rounds(ctx context.Context) *hangups {
 func (h *hub) run(ctx context.Context, levelCh, sampleCh <-chan struct{}) (stopped bool) {
 	s := h.s
 	ctrl := s.Controller
-	ping := time.NewTicker(s.Heartbeat)
+	set := s.sse.Load()
+	ping := time.NewTicker(set.Heartbeat)
 	defer ping.Stop()
-	check := time.NewTicker(h.checkEvery())
+	check := time.NewTicker(set.checkEvery())
 	defer check.Stop()
 	var f frames
 	var delivered uint64 // the sequence every stream has been served
 	for {
 		select {
 		case <-ctx.Done():
+		case <-set.changed: // a reload: the next ping is one new heartbeat away
+			set = s.sse.Load()
+			ping.Reset(set.Heartbeat)
+			check.Reset(set.checkEvery())
+			continue
 		case <-ping.C:
 			f.ping, f.check = true, true
 		case <-check.C:
@@ -137,7 +143,7 @@ func (h *hub) deliver(f *frames) (left, preempted bool) {
 	h.mu.Unlock()
 	workers := max(1, min(runtime.GOMAXPROCS(0), (len(conns)+perWriter-1)/perWriter))
 	ended := make([][]*hubConn, workers)
-	wt := h.s.WriteTimeout
+	wt := h.s.sse.Load().WriteTimeout
 	var stopped atomic.Bool
 	serve := func(w int, part []*hubConn) {
 		for i, c := range part {

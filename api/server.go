@@ -52,23 +52,14 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Metrics counts outcomes and subscribers; nil counts nothing.
 	Metrics *Metrics
-	// Heartbeat is the SSE ping period (sse.heartbeat). Zero means 15s,
-	// the config default: every stream pings, because a client treats a
-	// silent stream as lost.
-	Heartbeat time.Duration
-	// MaxSubscribers bounds concurrent SSE streams (sse.max_subscribers).
-	// It is lowered to MaxStreams when above it. 0 means no bound besides
-	// MaxStreams.
-	MaxSubscribers int
+	// SSE are the event stream settings (sse.*) at start; Server.SetSSE
+	// replaces them.
+	SSE SSE
 	// MaxStreams bounds SSE streams and waiting long-polls together
 	// (sse.max_subscribers aside); beyond it they are 503. Set it to
 	// StreamLimit(max_connections) so that short requests always find a
-	// connection. 0 means no bound besides MaxSubscribers.
+	// connection. 0 means no bound besides SSE.MaxSubscribers.
 	MaxStreams int
-	// WriteTimeout is how long one write to an SSE stream may block before
-	// the subscriber is dropped (sse.write_timeout). Zero means 10s, the
-	// config default: a subscriber that stops reading is always dropped.
-	WriteTimeout time.Duration
 	// MaxWait bounds long-poll waits (default 60s).
 	MaxWait time.Duration
 	// ListenHost is the host part of the listen address. Without an admin
@@ -132,13 +123,20 @@ func (s *Server) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// SetSSE puts v in force at once (a reload's sse.*): a stream's next ping
+// comes one new heartbeat after the call, the next write is bounded by
+// the new write timeout, and the new subscriber limit applies to streams
+// that connect from then on (one that lowers it ends no open stream).
+func (s *Server) SetSSE(v SSE) { s.s.setSSE(v) }
+
 type server struct {
 	Deps
 	subscribers atomic.Int64
 	streams     atomic.Int64                 // SSE streams and waiting long-polls
 	lastLevel   atomic.Pointer[encodedLevel] // shared encoding of the latest level event
 	refusals    refusals
-	hub         hub           // the hijacked streams
+	hub         hub // the hijacked streams
+	sse         atomic.Pointer[sseInForce]
 	shutdown    chan struct{} // closed when Run's context ends
 }
 
@@ -146,16 +144,6 @@ type server struct {
 func newServer(d Deps) *server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Heartbeat <= 0 {
-		d.Heartbeat = 15 * time.Second
-	}
-	if d.MaxStreams > 0 && d.MaxSubscribers > d.MaxStreams {
-		d.Logger.Info("sse.max_subscribers lowered to the stream cap, max_connections - 32", "max_subscribers", d.MaxSubscribers, "lowered_to", d.MaxStreams)
-		d.MaxSubscribers = d.MaxStreams
-	}
-	if d.WriteTimeout <= 0 {
-		d.WriteTimeout = 10 * time.Second
 	}
 	if d.MaxWait <= 0 {
 		d.MaxWait = 60 * time.Second
@@ -170,5 +158,6 @@ func newServer(d Deps) *server {
 	s.hub.s = s
 	s.hub.start = make(chan struct{}, 1)
 	s.hub.wake = make(chan struct{}, 1)
+	s.setSSE(d.SSE)
 	return s
 }

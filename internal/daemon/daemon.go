@@ -199,23 +199,21 @@ func (d *Daemon) newAPI(cfg *config.Config, maxConns int) *api.Server {
 		tl = d.recorder
 	}
 	return api.NewServer(api.Deps{
-		Controller:     d.ctrl,
-		Outcomes:       &d.windows,
-		Reported:       d.ctrl.Reported,
-		Pusher:         d.pushed,
-		Timeline:       tl,
-		Tokens:         func() api.Tokens { return *d.tokens.Load() },
-		Reload:         reload,
-		Gatherer:       d.registry,
-		Metrics:        d.metrics,
-		Heartbeat:      cfg.SSE.Heartbeat,
-		MaxSubscribers: cfg.SSE.MaxSubscribers,
-		MaxStreams:     api.StreamLimit(maxConns),
-		WriteTimeout:   cfg.SSE.WriteTimeout,
-		ListenHost:     listenHost(cfg.Listen),
-		AllowedHosts:   func() []string { return d.cfg.Load().AllowedHosts },
-		Logger:         d.log,
-		Fleet:          d.fleetAPI(),
+		Controller:   d.ctrl,
+		Outcomes:     &d.windows,
+		Reported:     d.ctrl.Reported,
+		Pusher:       d.pushed,
+		Timeline:     tl,
+		Tokens:       func() api.Tokens { return *d.tokens.Load() },
+		Reload:       reload,
+		Gatherer:     d.registry,
+		Metrics:      d.metrics,
+		SSE:          sseOf(cfg),
+		MaxStreams:   api.StreamLimit(maxConns),
+		ListenHost:   listenHost(cfg.Listen),
+		AllowedHosts: func() []string { return d.cfg.Load().AllowedHosts },
+		Logger:       d.log,
+		Fleet:        d.fleetAPI(),
 	})
 }
 

@@ -120,7 +120,7 @@ func startCustomDaemon(t *testing.T) *customDaemon {
 		Outcomes:   window,
 		Reported:   ctrl.Reported,
 		Pusher:     d.pushed,
-		Heartbeat:  time.Second,
+		SSE:        api.SSE{Heartbeat: time.Second},
 	})
 	srv := daemontest.NewServer(t, h.Handler())
 	ctx, cancel := context.WithCancel(context.Background())

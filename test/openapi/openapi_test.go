@@ -291,7 +291,7 @@ func TestOpenAPI(t *testing.T) {
 	pushed := &signals.Pushed{}
 	pushed.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95"})
 	tl := &fakeTimeline{}
-	r := newIdleRig(t, api.Deps{Timeline: tl, Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func(string) error {
+	r := newIdleRig(t, api.Deps{Timeline: tl, Pusher: pushed, SSE: api.SSE{MaxSubscribers: 1, Heartbeat: time.Hour}, MaxStreams: 1, Reload: func(string) error {
 		if badConfig.Load() {
 			return errBadConfig
 		}

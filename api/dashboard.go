@@ -3,65 +3,75 @@ package api
 import (
 	"bytes"
 	"crypto/sha256"
-	"embed"
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strings"
 
+	"github.com/degraded/degraded/api/dashboard"
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/levels"
 )
 
-// dashboardFS holds the dashboard's static files. They are plain HTML, CSS
-// and JavaScript with no build step and nothing loaded from elsewhere: the
-// machines that run degraded often have no internet.
-//
-//go:embed dashboard/index.html dashboard/style.css dashboard/app.js
-var dashboardFS embed.FS
+// styleTag and scriptTag are the tags in index.html that dashboardPage
+// replaces with the files' contents. Kept as tags so the page also works
+// opened from disk.
+func styleTag(name string) string  { return `<link rel="stylesheet" href="` + name + `">` }
+func scriptTag(name string) string { return `<script src="` + name + `"></script>` }
 
-// The tags in index.html that dashboardPage replaces with the files'
-// contents. Kept as tags so the page also works opened from disk.
-const (
-	styleTag  = `<link rel="stylesheet" href="style.css">`
-	scriptTag = `<script src="app.js"></script>`
-)
-
-// dashboard is the assembled page and the headers it is served with.
-type dashboard struct {
+// assembled is the dashboard's page and the headers it is served with.
+type assembled struct {
 	page []byte
 	etag string
 	csp  string
 }
 
-// dashboardPage builds the page once: index.html with style.css and app.js
-// inlined, so that GET / is the only route the dashboard needs, and a
-// Content-Security-Policy that allows exactly those two inline blocks (by
-// hash) and requests to this origin.
-func dashboardPage() *dashboard {
+// dashboardPage builds the page once: index.html with its style sheets
+// and scripts inlined, so that GET / is the only route the dashboard
+// needs, and a Content-Security-Policy that allows exactly those inline
+// blocks (by hash) and requests to this origin.
+func dashboardPage() *assembled {
+	// The style sheets and scripts of package dashboard (plain files with
+	// no build step and nothing loaded from elsewhere: the machines that
+	// run degraded often have no internet), in the order index.html names
+	// them: chart-base.js and chart.js define what history.js and app.js use.
+	dashboardStyles := []string{"style.css", "chart.css"}
+	dashboardScripts := []string{"chart-base.js", "chart.js", "history.js", "app.js"}
+
 	read := func(name string) []byte {
-		b, err := dashboardFS.ReadFile("dashboard/" + name)
+		b, err := dashboard.Files.ReadFile(name)
 		if err != nil {
 			panic(fmt.Sprintf("api: embedded dashboard/%s: %v", name, err)) // programmer error: the embed list
 		}
 		return b
 	}
-	html, css, js := read("index.html"), read("style.css"), read("app.js")
-	if bytes.Count(html, []byte(styleTag)) != 1 || bytes.Count(html, []byte(scriptTag)) != 1 {
-		panic("api: dashboard/index.html must hold the style and script tags exactly once")
+	html := read("index.html")
+	var scripts, styles []string
+	inline := func(tag, open, closing, name string, hashes *[]string) {
+		body := read(name)
+		if bytes.Count(html, []byte(tag)) != 1 {
+			panic("api: dashboard/index.html must hold " + tag + " exactly once")
+		}
+		if bytes.Contains(bytes.ToLower(body), []byte("</"+strings.Trim(open, "<>"))) {
+			panic("api: dashboard/" + name + " must not close its own element")
+		}
+		html = bytes.Replace(html, []byte(tag), concat(open, body, closing), 1)
+		*hashes = append(*hashes, cspHash(body))
 	}
-	if bytes.Contains(bytes.ToLower(js), []byte("</script")) || bytes.Contains(bytes.ToLower(css), []byte("</style")) {
-		panic("api: dashboard assets must not close their own element")
+	for _, name := range dashboardStyles {
+		inline(styleTag(name), "<style>", "</style>", name, &styles)
 	}
-	html = bytes.Replace(html, []byte(styleTag), concat("<style>", css, "</style>"), 1)
-	html = bytes.Replace(html, []byte(scriptTag), concat("<script>", js, "</script>"), 1)
+	for _, name := range dashboardScripts {
+		inline(scriptTag(name), "<script>", "</script>", name, &scripts)
+	}
 
 	sum := sha256.Sum256(html)
-	return &dashboard{
+	return &assembled{
 		page: html,
 		etag: fmt.Sprintf(`"%x"`, sum[:12]),
 		csp: "default-src 'none'; " +
-			"script-src " + cspHash(js) + "; " +
-			"style-src " + cspHash(css) + "; " +
+			"script-src " + strings.Join(scripts, " ") + "; " +
+			"style-src " + strings.Join(styles, " ") + "; " +
 			"connect-src 'self'; img-src 'self' data:; " +
 			"base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
 	}

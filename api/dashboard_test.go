@@ -29,8 +29,13 @@ func TestDashboardPage(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	if strings.Contains(page, styleTag) || strings.Contains(page, scriptTag) {
-		t.Error("page still links style.css or app.js instead of inlining them")
+	for _, tag := range []string{styleTag("style.css"), styleTag("chart.css"), scriptTag("chart-base.js"), scriptTag("chart.js"), scriptTag("history.js"), scriptTag("app.js")} {
+		if strings.Contains(page, tag) {
+			t.Errorf("page still has %s instead of inlining it", tag)
+		}
+	}
+	if n := strings.Count(page, "<script>"); n != 4 {
+		t.Errorf("page has %d inline scripts, want 4 (chart-base.js, chart.js, history.js, app.js)", n)
 	}
 
 	t.Run("nothing loaded from elsewhere", func(t *testing.T) {
@@ -41,12 +46,16 @@ func TestDashboardPage(t *testing.T) {
 		}
 	})
 
-	t.Run("the policy allows exactly the inline script and style", func(t *testing.T) {
+	t.Run("the policy allows exactly the inline scripts and styles", func(t *testing.T) {
 		csp := w.Header().Get("Content-Security-Policy")
-		for tag, body := range map[string]string{"script": between(t, page, "<script>", "</script>"), "style": between(t, page, "<style>", "</style>")} {
-			sum := sha256.Sum256([]byte(body))
-			want := tag + "-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
-			if !strings.Contains(csp, want) {
+		for _, tag := range []string{"script", "style"} {
+			bodies := blocks(page, "<"+tag+">", "</"+tag+">")
+			var hashes []string
+			for _, body := range bodies {
+				sum := sha256.Sum256([]byte(body))
+				hashes = append(hashes, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+			}
+			if want := tag + "-src " + strings.Join(hashes, " ") + ";"; len(bodies) == 0 || !strings.Contains(csp, want) {
 				t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
 			}
 		}
@@ -57,8 +66,8 @@ func TestDashboardPage(t *testing.T) {
 		}
 	})
 
-	t.Run("every element the script looks up exists", func(t *testing.T) {
-		js := between(t, page, "<script>", "</script>")
+	t.Run("every element the scripts look up exists", func(t *testing.T) {
+		js := strings.Join(blocks(page, "<script>", "</script>"), "\n")
 		for _, m := range regexp.MustCompile(`\$\('([A-Za-z0-9_-]+)'\)`).FindAllStringSubmatch(js, -1) {
 			if !strings.Contains(page, `id="`+m[1]+`"`) {
 				t.Errorf("app.js looks up #%s, which index.html lacks", m[1])
@@ -91,17 +100,21 @@ func TestDashboardPage(t *testing.T) {
 	})
 }
 
-func between(t *testing.T, s, open, closing string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(s, open)
-	if !ok {
-		t.Fatalf("no %s in page", open)
+// blocks are the bodies of every open...closing element of s, in order.
+func blocks(s, open, closing string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(s, open)
+		if !ok {
+			return out
+		}
+		body, after, ok := strings.Cut(rest, closing)
+		if !ok {
+			return out
+		}
+		out = append(out, body)
+		s = after
 	}
-	body, _, ok := strings.Cut(rest, closing)
-	if !ok {
-		t.Fatalf("no %s in page", closing)
-	}
-	return body
 }
 
 func TestSamples(t *testing.T) {

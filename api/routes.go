@@ -40,7 +40,7 @@ func (s *server) routes() http.Handler {
 	r.With(s.requireToken(adminToken, routeOverride)).Put("/v1/override", handleSetOverride(s.Controller))
 	r.With(s.requireToken(adminToken, routeOverride)).Delete("/v1/override", handleClearOverride(s.Controller))
 	if s.Timeline != nil {
-		r.With(s.requireToken(adminToken, routeTimeline)).Get("/v1/timeline", handleTimeline(s.Timeline))
+		r.With(s.requireToken(adminToken, routeTimeline)).Get("/v1/timeline", handleTimeline(s.Timeline, s.Logger))
 	}
 	if s.Fleet == nil {
 		r.HandleFunc("/v1/fleet", handleFleetOff())

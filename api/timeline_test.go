@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,10 +11,13 @@ import (
 	"time"
 )
 
-// fakeTimeline serves one line per call and remembers the range asked.
+// fakeTimeline serves one line per call and remembers the range asked;
+// its series is {"points":N}, or fail.
 type fakeTimeline struct {
 	off      bool
 	from, to time.Time
+	points   int
+	fail     error
 }
 
 func (f *fakeTimeline) Enabled() bool { return !f.off }
@@ -21,6 +25,15 @@ func (f *fakeTimeline) Enabled() bool { return !f.off }
 func (f *fakeTimeline) WriteRange(_ context.Context, w io.Writer, from, to time.Time) error {
 	f.from, f.to = from, to
 	_, err := io.WriteString(w, `{"v":1,"at":"2026-12-01T10:00:00Z"}`+"\n")
+	return err
+}
+
+func (f *fakeTimeline) WriteSeries(_ context.Context, w io.Writer, from, to time.Time, points int) error {
+	f.from, f.to, f.points = from, to, points
+	if f.fail != nil {
+		return f.fail
+	}
+	_, err := fmt.Fprintf(w, `{"points":%d}`+"\n", points)
 	return err
 }
 
@@ -66,6 +79,52 @@ func TestTimeline(t *testing.T) {
 	}
 	if w := newRig(t, Deps{}).do("GET", "/v1/timeline", ""); w.Code != http.StatusNotFound {
 		t.Errorf("no timeline (data_dir \"\"): %d, want 404", w.Code)
+	}
+}
+
+// TestTimelineSeries: with ?points= the answer is the JSON summary; to is
+// clamped to now, from defaults to an hour before it, and each bad
+// parameter is a 400 naming it.
+func TestTimelineSeries(t *testing.T) {
+	tl := &fakeTimeline{}
+	r := newRig(t, Deps{Timeline: tl})
+	before := time.Now()
+	w := r.do("GET", "/v1/timeline?points=2000&to=2999-01-01T00:00:00Z", "")
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" || w.Body.String() != `{"points":2000}`+"\n" {
+		t.Fatalf("GET /v1/timeline?points=2000 = %d %s %q, want 200 application/json", w.Code, w.Header().Get("Content-Type"), w.Body.String())
+	}
+	if tl.to.Before(before) || tl.to.After(time.Now()) || tl.to.Sub(tl.from) != time.Hour || tl.points != 2000 {
+		t.Errorf("asked %s..%s in %d points, want to clamped to now, from an hour before, 2000 points", tl.from, tl.to, tl.points)
+	}
+	w = r.do("GET", "/v1/timeline?points=5000&from=2026-11-30T10:00:00Z&to=2026-11-30T16:00:00Z", "")
+	if want := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC); w.Code != http.StatusOK || !tl.from.Equal(want) || tl.to.Sub(tl.from) != 6*time.Hour {
+		t.Errorf("a past range: %d, asked %s..%s, want it as given", w.Code, tl.from, tl.to)
+	}
+
+	tests := []struct {
+		name, target, msg string
+	}{
+		{"no points", "/v1/timeline?points=", `points must be an integer from 1 to 5000 (was \"\")`},
+		{"zero points", "/v1/timeline?points=0", `points must be an integer from 1 to 5000 (was \"0\")`},
+		{"too many points", "/v1/timeline?points=5001", `points must be an integer from 1 to 5000 (was \"5001\")`},
+		{"points not a number", "/v1/timeline?points=lots", `points must be an integer`},
+		{"a bad from", "/v1/timeline?points=10&from=an+hour+ago", `from must be an RFC 3339 time`},
+		{"a bad to", "/v1/timeline?points=10&to=now", `to must be an RFC 3339 time`},
+		{"from in the future", "/v1/timeline?points=10&from=2999-01-01T00:00:00Z", `from must not be in the future (was 2999-01-01T00:00:00Z`},
+		{"to before from", "/v1/timeline?points=10&from=2026-11-30T10:00:00Z&to=2026-11-30T09:00:00Z", `to (2026-11-30T09:00:00Z) is before from (2026-11-30T10:00:00Z)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := r.do("GET", tt.target, "")
+			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), tt.msg) {
+				t.Errorf("GET %s = %d %s, want 400 naming %q", tt.target, w.Code, w.Body.String(), tt.msg)
+			}
+		})
+	}
+
+	tl.fail = errors.New("read data/timeline/2026-11-30.jsonl: input/output error")
+	if w := r.do("GET", "/v1/timeline?points=10", ""); w.Code != http.StatusInternalServerError || strings.Contains(w.Body.String(), "input/output") {
+		t.Errorf("a failed read: %d %s, want 500 without the internal error", w.Code, w.Body.String())
 	}
 }
 

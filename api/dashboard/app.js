@@ -162,11 +162,7 @@
 
   // severity maps a level index onto the six badge colours, whatever the
   // table's length: 0 is always Normal, the last level always the darkest.
-  function severity(index, count) {
-    if (index <= 0) return 0;
-    if (count <= 2) return 5;
-    return 1 + Math.round((index - 1) * 4 / Math.max(1, count - 2));
-  }
+  const severity = DegradedCharts.severity;
 
   function levelByName(name) {
     return model.levels.find((l) => l.name === name);
@@ -292,6 +288,7 @@
     loadFleet();
     renderState();
     renderSignals();
+    if (fromStream) timelineView.state(st);
   }
 
   function addSample(sig) {
@@ -302,6 +299,7 @@
     while (s.length > SAMPLES_MAX || (s.length > 1 && newest - Date.parse(s[0].sampled_at) > SAMPLES_SPAN_MS)) s.shift();
     setSignals(sig);
     renderSignals();
+    timelineView.sample(sig);
     if (model.state && model.state.shadow) loadWouldShed();
     loadFleet();
   }
@@ -766,11 +764,13 @@
       loadLevels();
       loadSamples();
       loadHistory();
+      timelineView.opened(); // the first time, its first load; after, fill in what the page missed
     };
     es.addEventListener('level', (e) => applyState(JSON.parse(e.data), true));
     es.addEventListener('sample', (e) => addSample(JSON.parse(e.data)));
     es.onerror = () => {
       if (lostAt === null) lostAt = Date.now();
+      timelineView.start(); // a daemon that cannot stream may still have a timeline
       if (es.readyState === EventSource.CLOSED) {
         // Refused outright (such as 503 at the subscriber limit): EventSource
         // gives up, so retry with a growing delay.
@@ -782,6 +782,9 @@
     };
   }
 
+  // The History view (history.js) reads the recorded timeline; this page
+  // hands it the live samples and level events.
+  const timelineView = DegradedHistory.init({ api });
   renderSignals();
   renderHistory();
   setInterval(tick, 1000);

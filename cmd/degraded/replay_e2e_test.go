@@ -136,6 +136,15 @@ func TestRecordAndReplay(t *testing.T) {
 		t.Errorf("Major at 8%%: %v at Major, want more than the recorded config's %v", lower.at(t, "Major"), got.at(t, "Major"))
 	}
 
+	report := filepath.Join(t.TempDir(), "report.html")
+	if out, err := exec.Command(binary, "replay", "--config", same, "--format", "html", "--out", report, timeline).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "wrote "+report) {
+		t.Fatalf("degraded replay --format html: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), `id="report-data"`) || !strings.Contains(string(b), "const DegradedCharts") {
+		t.Errorf("the report %s: %v, want the page with its charts and data (%d bytes)", report, err, len(b))
+	}
+
 	nodwell := strings.Replace(fmt.Sprintf(recordConfig, data, 5.0, 20.0), "minimum_level_duration: 1s", "minimum_level_duration: 0s", 1)
 	flappy := replayBinary(t, timeline, writeConfig(t, t.TempDir(), nodwell))
 	if flappy.Flaps < 1 || flappy.Flaps <= flappy.RecordedFlaps {
@@ -166,7 +175,7 @@ func TestReplayErrors(t *testing.T) {
 		{"no valid line", []string{"replay", corrupt}, 1, "", "no valid timeline line"},
 		{"no timeline", []string{"replay"}, 2, "", "requires at least 1 arg"},
 		{"a bad --from", []string{"replay", "--from", "yesterday", good}, 2, "", `--from must be an RFC 3339 time`},
-		{"a bad --format", []string{"replay", "--format", "yaml", good}, 2, "", `--format must be text or json`},
+		{"a bad --format", []string{"replay", "--format", "yaml", good}, 2, "", `--format must be text, json or html`},
 		{"a missing file", []string{"replay", filepath.Join(dir, "nope")}, 1, "", "no such file"},
 		{"corrupt lines counted", []string{"replay", good}, 0, "(1 corrupt lines skipped)", ""},
 		{"json", []string{"replay", "--format", "json", good}, 0, `"corrupt": 1`, ""},
@@ -179,5 +188,48 @@ func TestReplayErrors(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q", code, stdout, stderr, tt.code, tt.stdout, tt.stderr)
 			}
 		})
+	}
+}
+
+// TestReplayHTMLOut: --format html writes the report to --out (or
+// stdout); --out takes the other formats too; a failed replay leaves an
+// earlier file as it was and no temporary file beside it; an --out that
+// cannot be written is exit 1 naming it.
+func TestReplayHTMLOut(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "timeline.jsonl")
+	os.WriteFile(good, []byte(`{"v":1,"at":"2026-12-01T10:00:00Z","trigger":"start","published":"Normal","source":"auto"}`+"\n"+
+		`{"v":1,"at":"2026-12-01T10:00:30Z","trigger":"tick","published":"Normal","source":"auto"}`+"\n"), 0o600)
+	corrupt := filepath.Join(dir, "corrupt.jsonl")
+	os.WriteFile(corrupt, []byte("{torn\n"), 0o600)
+	report := filepath.Join(dir, "report.html")
+
+	code, stdout, stderr := runCLI(t, nil, "replay", "--format", "html", "--out", report, good)
+	b, err := os.ReadFile(report)
+	if code != 0 || stdout != "" || !strings.Contains(stderr, "wrote "+report+": 2 lines replayed") || err != nil || !strings.HasPrefix(string(b), "<!doctype html>") {
+		t.Fatalf("--format html --out: exit %d, stdout %q, stderr %q, file %d bytes (%v)", code, stdout, stderr, len(b), err)
+	}
+	if code, stdout, _ := runCLI(t, nil, "replay", "--format", "html", good); code != 0 || !strings.Contains(stdout, `id="report-data"`) {
+		t.Errorf("--format html without --out: exit %d, want the page on stdout", code)
+	}
+	js := filepath.Join(dir, "out.json")
+	if code, _, _ := runCLI(t, nil, "replay", "--format", "json", "--out", js, good); code != 0 {
+		t.Errorf("--format json --out: exit %d", code)
+	} else if b, _ := os.ReadFile(js); !strings.Contains(string(b), `"lines": 2`) {
+		t.Errorf("--out %s holds %q", js, b)
+	}
+
+	if code, _, stderr := runCLI(t, nil, "replay", "--format", "html", "--out", report, corrupt); code != 1 || !strings.Contains(stderr, "no valid timeline line") {
+		t.Errorf("a failed replay: exit %d, stderr %q; want 1 naming the cause", code, stderr)
+	}
+	if after, _ := os.ReadFile(report); string(after) != string(b) {
+		t.Error("a failed replay changed the earlier report")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".report.html.*")); len(left) > 0 {
+		t.Errorf("a failed replay left %v", left)
+	}
+	missing := filepath.Join(dir, "no", "such", "dir", "r.html")
+	if code, _, stderr := runCLI(t, nil, "replay", "--format", "html", "--out", missing, good); code != 1 || !strings.Contains(stderr, "--out") {
+		t.Errorf("an --out in a missing directory: exit %d, stderr %q; want 1 naming --out", code, stderr)
 	}
 }

@@ -34,6 +34,12 @@ type Options struct {
 	// so the recorded config replays as it ran; a candidate with
 	// recovery_jitter 0 draws 0.
 	Seed *int64
+	// Observe, if set, is called with every line the machine takes (up to
+	// To, those before From included) once it took it, with the
+	// candidate's published state and the config then in force: the HTML
+	// report's series. Each line is parsed for the call and not used again
+	// by the replay, so fn may keep what it points to.
+	Observe func(l levels.Line, candidate levels.Published, cfg levels.Config)
 }
 
 // Transition is one change of the published level, the replayed one's
@@ -114,6 +120,7 @@ func Run(o Options) (*Result, error) {
 		recorded: newTrack(window, o.From),
 		warned:   map[string]bool{},
 		measured: c.Measured(),
+		observe:  o.Observe,
 	}
 	if o.Seed != nil {
 		e.rand = rand.New(rand.NewPCG(uint64(*o.Seed), 0)).Float64
@@ -154,6 +161,7 @@ type engine struct {
 	res                *Result
 	warned             map[string]bool
 	rand               func() float64 // seeded draws; nil: the recorded ones
+	observe            func(levels.Line, levels.Published, levels.Config)
 }
 
 // line feeds one recorded input to the machine.
@@ -190,6 +198,9 @@ func (e *engine) line(l levels.Line) {
 	p := e.m.Published()
 	e.replayed.set(l.At, e.m.Config().Table.Level(p.Index).Name, p.Source, reason, inRange)
 	e.recorded.set(l.At, l.Published, l.Source, "", inRange)
+	if e.observe != nil {
+		e.observe(l, p, e.m.Config())
+	}
 }
 
 // begin starts the replay at the first line: at Normal when it is a

@@ -8,5 +8,11 @@
 // within record.max_bytes at every moment, and recording stops before the
 // disk is too short for the state file (Options.Reserve).
 //
+// A Builder summarizes a range for the dashboard's History view (GET
+// /v1/timeline?points=N) and the replay report: the published level as
+// bands, each signal's minimum and maximum per bucket, the tables in force
+// and every override, reload and restart as a mark. ReadSeries streams
+// the files into one, never holding the lines.
+//
 // It is not the replay: internal/replay reads the files and runs the rules.
 package timeline

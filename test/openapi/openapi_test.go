@@ -290,7 +290,7 @@ func TestOpenAPI(t *testing.T) {
 	var badConfig atomic.Bool
 	pushed := &signals.Pushed{}
 	pushed.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95"})
-	tl := &fakeTimeline{}
+	tl := newRecordedTimeline(t)
 	r := newIdleRig(t, api.Deps{Timeline: tl, Pusher: pushed, SSE: api.SSE{MaxSubscribers: 1, Heartbeat: time.Hour}, MaxStreams: 1, Reload: func(string) error {
 		if badConfig.Load() {
 			return errBadConfig
@@ -498,15 +498,28 @@ func TestOpenAPI(t *testing.T) {
 	badConfig.Store(true)
 	run(exchange{name: "reload of an invalid config", method: "POST", target: "/-/reload", header: admin, want: 400})
 
-	// The recorded timeline: the admin token, RFC 3339 bounds, 404 when
-	// recording is off.
+	// The recorded timeline: the admin token, RFC 3339 bounds, the
+	// History view's summary with points, 404 when recording is off.
+	now := time.Now().UTC()
+	last := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }
 	run(
 		exchange{name: "timeline", method: "GET", target: "/v1/timeline?from=2026-12-01T10:00:00Z&to=2026-12-01T11:00:00Z", header: admin, want: 200},
+		exchange{name: "timeline lines", method: "GET", target: "/v1/timeline?from=" + last(5*time.Minute), header: admin, want: 200},
+		exchange{name: "timeline series", method: "GET", target: "/v1/timeline?points=120&from=" + last(15*time.Minute), header: admin, want: 200},
+		exchange{name: "timeline series of the last hour", method: "GET", target: "/v1/timeline?points=5000", header: admin, want: 200},
+		exchange{name: "timeline series to in the future", method: "GET", target: "/v1/timeline?points=10&from=" + last(time.Hour) + "&to=" + now.Add(time.Hour).Format(time.RFC3339), header: admin, want: 200},
+		exchange{name: "timeline series of an empty range", method: "GET", target: "/v1/timeline?points=10&from=2020-01-01T00:00:00Z&to=2020-01-01T01:00:00Z", header: admin, want: 200},
+		exchange{name: "timeline series with too many points", method: "GET", target: "/v1/timeline?points=5001", header: admin, want: 400, spec: specRejects},
+		exchange{name: "timeline series with no points", method: "GET", target: "/v1/timeline?points=0", header: admin, want: 400, spec: specRejects},
+		exchange{name: "timeline series with points not a number", method: "GET", target: "/v1/timeline?points=many", header: admin, want: 400, spec: specRejects},
+		exchange{name: "timeline series from in the future", method: "GET", target: "/v1/timeline?points=10&from=" + now.Add(time.Hour).Format(time.RFC3339), header: admin, want: 400, spec: specSilent},
 		exchange{name: "timeline without a token", method: "GET", target: "/v1/timeline", want: 401},
 		exchange{name: "timeline with the report token", method: "GET", target: "/v1/timeline", header: report, want: 401},
 		exchange{name: "timeline with a bad from", method: "GET", target: "/v1/timeline?from=yesterday", header: admin, want: 400, spec: specSilent},
 		exchange{name: "timeline to before from", method: "GET", target: "/v1/timeline?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z", header: admin, want: 400, spec: specSilent},
 	)
+	tl.fail.Store(true)
+	run(exchange{name: "timeline series that cannot be read", method: "GET", target: "/v1/timeline?points=10", header: admin, want: 500})
 	tl.off.Store(true)
 	run(exchange{name: "timeline with recording off", method: "GET", target: "/v1/timeline", header: admin, want: 404})
 
@@ -530,7 +543,7 @@ func TestOpenAPI(t *testing.T) {
 
 	// Without an admin token, a Host that is not loopback, the listen host
 	// or allowed is 421 on every operation (DNS rebinding).
-	open := newRig(t, api.Deps{Reload: func(string) error { return nil }, Timeline: &fakeTimeline{}})
+	open := newRig(t, api.Deps{Reload: func(string) error { return nil }, Timeline: newRecordedTimeline(t)})
 	openSrv := httptest.NewServer(open.h)
 	defer openSrv.Close()
 	for path, item := range c.doc.Paths.Map() {

@@ -1,9 +1,14 @@
 package openapi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +18,7 @@ import (
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/controller/controllertest"
 	"github.com/degraded/degraded/internal/daemon/daemontest"
+	"github.com/degraded/degraded/internal/timeline"
 	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -112,12 +118,73 @@ func (e configError) Error() string { return string(e) }
 
 const errBadConfig = configError("health_check_interval: must be > 0 (was 0s)")
 
-// fakeTimeline serves one recorded line, or is off.
-type fakeTimeline struct{ off atomic.Bool }
+// recordedTimeline is the real recorder's reading side over a recorded
+// incident of the last ten minutes (timeline.Recorder.WriteRange and
+// WriteSeries), which can be turned off, or made to fail to read.
+type recordedTimeline struct {
+	off, fail atomic.Bool
+	rec       *timeline.Recorder
+}
 
-func (f *fakeTimeline) Enabled() bool { return !f.off.Load() }
+func newRecordedTimeline(t *testing.T) *recordedTimeline {
+	t.Helper()
+	dir := t.TempDir()
+	tab := testTable(t)
+	cfg := levels.Config{Table: tab, Rules: levels.Rules{MinimumLevelDuration: time.Minute, EscalateAfter: 1}}
+	lc := cfg.Line()
+	start := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	var body []byte
+	for sec := 0; sec < 600; sec++ {
+		cpu := 40.0
+		s := levels.Sample{Values: map[levels.Signal]float64{levels.CPU: cpu}, States: map[levels.Signal]levels.SignalState{levels.CPU: levels.Available, levels.ErrorRate: levels.Absent}}
+		l := levels.NewLine(start.Add(time.Duration(sec)*time.Second), levels.TriggerTick, s)
+		l.Published, l.Recommended, l.Source, l.ConfigDigest = "Normal", "Normal", "auto", cfg.Digest()
+		switch {
+		case sec == 0:
+			l.Trigger, l.Config = levels.TriggerStart, &lc
+		case sec == 200:
+			l.Trigger, l.Actor, l.Request = levels.TriggerOverride, "alice", &levels.LineRequest{Action: "set", Level: "Major", Mode: "pin", TTL: "2m0s", Reason: "INC-42"}
+		case sec == 300:
+			l.Trigger, l.Actor, l.Config = levels.TriggerReload, "admin", &lc
+		}
+		if sec >= 200 && sec < 320 {
+			l.Published, l.Source = "Major", "override"
+			l.Override = &levels.LineOverride{Level: "Major", Mode: "pin", Reason: "INC-42", SetAt: start.Add(200 * time.Second), ExpiresAt: start.Add(320 * time.Second), Actor: "alice"}
+		}
+		if sec >= 320 && sec < 340 {
+			l.Published, l.Partial = "Minor", &levels.Partial{From: 0, Fraction: 0.5}
+		}
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = append(append(body, b...), '\n')
+	}
+	// The lines of the two UTC days the ten minutes may straddle.
+	for _, day := range []time.Time{start, start.Add(10 * time.Minute)} {
+		var part []byte
+		for _, line := range bytes.SplitAfter(body, []byte("\n")) {
+			var l struct{ At time.Time }
+			if json.Unmarshal(line, &l) == nil && timeline.FileName(l.At) == timeline.FileName(day) {
+				part = append(part, line...)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, timeline.FileName(day)), part, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &recordedTimeline{rec: timeline.New(timeline.Options{Dir: dir, Settings: timeline.Settings{Enabled: true}})}
+}
 
-func (f *fakeTimeline) WriteRange(_ context.Context, w io.Writer, _, _ time.Time) error {
-	_, err := io.WriteString(w, `{"v":1,"at":"2026-12-01T10:00:00Z","trigger":"tick","signals":{},"window":{"attempts":0,"failures":0,"latency_counts":null},"published":"Normal","recommended":"Normal","source":"auto","override":null,"fleet_override":null,"jitter_r":0}`+"\n")
-	return err
+func (f *recordedTimeline) Enabled() bool { return !f.off.Load() }
+
+func (f *recordedTimeline) WriteRange(ctx context.Context, w io.Writer, from, to time.Time) error {
+	return f.rec.WriteRange(ctx, w, from, to)
+}
+
+func (f *recordedTimeline) WriteSeries(ctx context.Context, w io.Writer, from, to time.Time, points int) error {
+	if f.fail.Load() {
+		return errors.New("read timeline/2026-12-01.jsonl: input/output error")
+	}
+	return f.rec.WriteSeries(ctx, w, from, to, points)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -58,7 +59,11 @@ type rig struct {
 	win    *window
 	reg    *prometheus.Registry
 	tokens *atomic.Pointer[Tokens]
+	srv    *Server
 	h      http.Handler
+	// stop ends srv.Run, which ends every stream and long-poll, and waits
+	// for it; the rig calls it when the test ends.
+	stop func()
 }
 
 // newRig is a server over a running controller that health-checks only
@@ -96,14 +101,18 @@ func newIdleRigEvery(t testing.TB, d Deps, interval time.Duration) *rig {
 	r.tokens.Store(&Tokens{})
 	d.Controller, d.Outcomes, d.Gatherer, d.Metrics = c, r.win, r.reg, m
 	d.Tokens = func() Tokens { return *r.tokens.Load() }
-	s := newServer(d)
-	t.Cleanup(s.hub.wait) // after the shutdown below: the hub's goroutine has ended
-	if d.Shutdown == nil {
-		shutdown := make(chan struct{})
-		s.Shutdown = shutdown
-		t.Cleanup(func() { close(shutdown) })
-	}
-	r.h = s.routes()
+	r.srv = NewServer(d)
+	r.h = r.srv.Handler()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.srv.Run(ctx) }()
+	r.stop = sync.OnceFunc(func() {
+		stop()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Server.Run returned %v, want context.Canceled", err)
+		}
+	})
+	t.Cleanup(r.stop) // after the controller stops; goleak then checks that Run's goroutines are gone
 	return r
 }
 

@@ -7,7 +7,13 @@
 // It reads and commands a *controller.Controller ([Deps].Controller) and
 // owns no degradation logic of its own: a handler hands a request to the
 // controller's goroutine and waits for its reply, never evaluating a rule
-// itself. Transport concerns (listening, TLS, timeouts, connection
-// limits at accept) belong to internal/daemon; NewServer returns a plain
-// http.Handler.
+// itself.
+//
+// [NewServer] builds a [Server]: [Server.Handler] serves the requests, and
+// [Server.Run] owns the goroutines that serve the hijacked event streams,
+// ending every stream and long-poll when its context ends. The API does
+// not listen: internal/daemon owns the listener and the http.Server (its
+// timeouts and shutdown) and wraps the listener in [LimitListener]
+// (max_connections at accept) and, with TLS, [TLSListener], whose streams
+// the hub serves as it serves plain ones.
 package api

@@ -12,28 +12,32 @@ import (
 
 // hub serves the hijacked HTTP/1.1 event streams (finding F3 in
 // bench/findings.md). A stream it holds costs no goroutine, no net/http
-// buffer and no request: only its socket and a hubConn. One goroutine, run,
-// started with the first stream, waits for changes, samples and ticks,
-// encodes each event once, and writes the same bytes to every stream from
-// GOMAXPROCS writers joined before the next event. Writes never block: what
-// the socket does not take waits in hubConn.pending, which is a tail of the
-// shared event and never more than one event; a stream that has unsent
-// bytes (pending, or in its 16 KiB kernel send buffer) for WriteTimeout is
-// dropped. A subscriber that closes or resets its end is noticed at once
-// by a watcher (hangups) and at every check. Streams over TLSListener's
-// TLS are served the same way. run ends when Deps.Shutdown closes, closing
-// every stream, or when no stream is left.
+// buffer and no request: only its socket and a hubConn. Server.Run's
+// goroutine (serve) runs the hub: from the first stream to the last it
+// waits for changes, samples and ticks, encodes each event once, and
+// writes the same bytes to every stream from GOMAXPROCS writers joined
+// before the next event. Writes never block: what the socket does not take
+// waits in hubConn.pending, which is a tail of the shared event and never
+// more than one event; a stream that has unsent bytes (pending, or in its
+// 16 KiB kernel send buffer) for WriteTimeout is dropped. A subscriber
+// that closes or resets its end is noticed at once by a watcher (hangups)
+// and at every check. Streams over TLSListener's TLS are served the same
+// way. When Run's context ends, every stream is closed and no new one is
+// adopted.
 type hub struct {
 	s *server
 
-	mu      sync.Mutex
-	conns   []*hubConn
-	running bool          // run is started and has not decided to end
-	done    chan struct{} // closed when the latest run ends
-	closed  bool          // Shutdown was seen: no stream is adopted any more
-	watch   *hangups      // the latest run's; nil if none could be had
+	mu                sync.Mutex
+	conns             []*hubConn
+	running           bool            // a round of streams is under way or asked for (start)
+	closed            bool            // Run's context ended: no stream is adopted any more
+	watch             *hangups        // the running round's watcher; nil if none could be had
+	levelCh, sampleCh <-chan struct{} // the controller's channels for the round that start asks for
 
-	// wake tells run that the watcher saw a subscriber leave (buffered:
+	// start tells serve that the first stream of a round arrived
+	// (buffered: one per round).
+	start chan struct{}
+	// wake tells serve that the watcher saw a subscriber leave (buffered:
 	// a wake-up waiting is enough).
 	wake chan struct{}
 }
@@ -128,22 +132,21 @@ func (h *hub) adopt(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // add writes c's head, `retry: 2000` and the current state, and puts c
-// among the streams, starting run if none is running. It returns why c
-// must be dropped instead, leaving that to the caller. h.mu is held from
-// reading the state to adding c, so that a round carrying a newer level
-// either finds c among the streams or waits for it: c never misses a
-// change.
+// among the streams, asking serve for a round if none is running. It
+// returns why c must be dropped instead, leaving that to the caller. h.mu
+// is held from reading the state to adding c, so that a round carrying a
+// newer level either finds c among the streams or waits for it: c never
+// misses a change.
 func (h *hub) add(c *hubConn) (dropped string) {
 	s := h.s
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed || isClosed(s.Shutdown) {
-		h.closed = true
+	if h.closed {
 		return dropShutdown
 	}
-	// A run started here waits on these, taken before the state is read:
-	// a change published after the read closes them, so that the new
-	// run's first round carries it.
+	// A round asked for here waits on these, taken before the state is
+	// read: a change published after the read closes them, so that the
+	// round's first delivery carries it.
 	levelCh, sampleCh := s.Controller.LevelChanged(), s.Controller.Sampled()
 	st := s.Controller.State()
 	ev, err := s.levelEvent(st)
@@ -161,13 +164,9 @@ func (h *hub) add(c *hubConn) (dropped string) {
 		return dropWriteError
 	}
 	if !h.running {
-		if h.wake == nil {
-			h.wake = make(chan struct{}, 1)
-		}
 		h.running = true
-		h.done = make(chan struct{})
-		h.watch = newHangups(h.wake, s.Logger) // nil if it cannot be had: the checks still see departures
-		go h.run(h.done, h.watch, h.wake, levelCh, sampleCh)
+		h.levelCh, h.sampleCh = levelCh, sampleCh
+		h.start <- struct{}{} // never blocks: serve took the last round's
 	}
 	h.conns = append(h.conns, c)
 	h.watch.add(c)
@@ -222,22 +221,4 @@ func (h *hub) drop(c *hubConn, reason string) {
 	}
 	c.watch.remove(c) // before the close: the descriptor may be reused
 	_ = c.conn.Close()
-}
-
-// wait returns once the latest run has ended (at once if none started).
-func (h *hub) wait() {
-	h.mu.Lock()
-	done := h.done
-	h.mu.Unlock()
-	if done != nil {
-		<-done
-	}
-}
-
-// checkEvery is how often every stream is checked for a departed peer and
-// for unsent bytes, even when nothing is sent: a quarter of WriteTimeout,
-// at most a heartbeat, so that degraded_sse_subscribers lags by less than
-// a heartbeat and a stuck stream goes within 1.5 x WriteTimeout.
-func (h *hub) checkEvery() time.Duration {
-	return min(h.s.Heartbeat, max(h.s.WriteTimeout/4, time.Millisecond))
 }

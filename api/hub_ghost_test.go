@@ -17,7 +17,7 @@ import (
 // sees the close although the byte is unread (a MSG_PEEK saw the byte, not
 // the close, and they stayed counted for 27-30 s).
 func TestGhostSubscribersLeaveAtOnce(t *testing.T) {
-	r := newRig(t, Deps{MaxSubscribers: 100})
+	r := newRig(t, Deps{SSE: SSE{MaxSubscribers: 100}})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	var ghosts []net.Conn

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -24,36 +25,75 @@ type frames struct {
 	preempt <-chan struct{}
 }
 
-// run is the hub's goroutine: it ends on Shutdown, closing every stream,
-// or once no stream is left (adopt starts the next one), and then stops
-// its hangups watcher. wake is the watcher's: a subscriber left.
-// levelCh and sampleCh are the controller's channels as they were before
-// the first stream read the state.
-func (h *hub) run(done chan<- struct{}, watch *hangups, wake, levelCh, sampleCh <-chan struct{}) {
-	defer close(done)
-	defer watch.close() // after the streams it watched are dropped
+// serve is Server.Run's: it runs the rounds of streams until ctx ends,
+// then ends every waiting long-poll and stream and returns once the
+// round's goroutines have exited.
+func (h *hub) serve(ctx context.Context) {
+	watch := h.rounds(ctx)
+	close(h.s.shutdown) // ends the long-polls and the streams served by their handler
+	h.shutdown()
+	watch.close() // after the streams it watched are dropped
+}
+
+// rounds runs a round from the first stream that arrives (adopt asks
+// through start) to the last one, and again, until ctx ends. It returns
+// the watcher of the round ctx ended, nil if none was running.
+func (h *hub) rounds(ctx context.Context) *hangups {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.start:
+		}
+		// The watcher exists only during a round: it holds two descriptors
+		// and a goroutine, which an idle daemon need not keep.
+		watch := newHangups(h.wake, h.s.Logger) // nil if it cannot be had: the checks still see departures
+		h.mu.Lock()
+		h.watch = watch
+		for _, c := range h.conns {
+			watch.add(c)
+		}
+		levelCh, sampleCh := h.levelCh, h.sampleCh
+		h.mu.Unlock()
+		if h.run(ctx, levelCh, sampleCh) {
+			return watch
+		}
+		watch.close() // the round's streams are gone
+	}
+}
+
+// run is one round: it serves the streams until none is left (adopt
+// then asks for the next round) and reports false, or until ctx ends,
+// when it reports true. levelCh and sampleCh are the controller's
+// channels as they were before the round's first stream read the state.
+func (h *hub) run(ctx context.Context, levelCh, sampleCh <-chan struct{}) (stopped bool) {
 	s := h.s
 	ctrl := s.Controller
-	ping := time.NewTicker(s.Heartbeat)
+	set := s.sse.Load()
+	ping := time.NewTicker(set.Heartbeat)
 	defer ping.Stop()
-	check := time.NewTicker(h.checkEvery())
+	check := time.NewTicker(set.checkEvery())
 	defer check.Stop()
 	var f frames
 	var delivered uint64 // the sequence every stream has been served
 	for {
 		select {
-		case <-s.Shutdown:
+		case <-ctx.Done():
+		case <-set.changed: // a reload: the next ping is one new heartbeat away
+			set = s.sse.Load()
+			ping.Reset(set.Heartbeat)
+			check.Reset(set.checkEvery())
+			continue
 		case <-ping.C:
 			f.ping, f.check = true, true
 		case <-check.C:
 			f.check = true
-		case <-wake: // serve drops the streams whose subscriber left
+		case <-h.wake: // deliver drops the streams whose subscriber left
 		case <-levelCh:
 		case <-sampleCh:
 		}
-		if isClosed(s.Shutdown) {
-			h.shutdown()
-			return
+		if ctx.Err() != nil {
+			return true
 		}
 		sampled := isClosed(sampleCh)
 		levelCh, sampleCh = ctrl.LevelChanged(), ctrl.Sampled()
@@ -81,7 +121,7 @@ func (h *hub) run(done chan<- struct{}, watch *hangups, wake, levelCh, sampleCh 
 		}
 		left, preempted := h.deliver(&f)
 		if !left {
-			return
+			return false
 		}
 		if !preempted {
 			f.ping, f.check, f.sample = false, false, nil
@@ -92,7 +132,7 @@ func (h *hub) run(done chan<- struct{}, watch *hangups, wake, levelCh, sampleCh 
 
 // deliver serves f to every stream from up to GOMAXPROCS writers, then
 // drops the streams that ended. It says whether any stream is left (when
-// none is, run must end: adopt will start another), and whether f.preempt
+// none is, the round must end: adopt will ask for another), and whether f.preempt
 // stopped the round early. A heartbeat or a check of 10,000 streams takes
 // tens of milliseconds; a level change must not wait behind it. Serving
 // a stream twice in a row is harmless, so the next round, which carries
@@ -103,7 +143,7 @@ func (h *hub) deliver(f *frames) (left, preempted bool) {
 	h.mu.Unlock()
 	workers := max(1, min(runtime.GOMAXPROCS(0), (len(conns)+perWriter-1)/perWriter))
 	ended := make([][]*hubConn, workers)
-	wt := h.s.WriteTimeout
+	wt := h.s.sse.Load().WriteTimeout
 	var stopped atomic.Bool
 	serve := func(w int, part []*hubConn) {
 		for i, c := range part {
@@ -148,6 +188,9 @@ func (h *hub) deliver(f *frames) (left, preempted bool) {
 	}
 	left = len(h.conns) > 0
 	h.running = left
+	if !left {
+		h.watch = nil // the next round's streams go to the next round's watcher
+	}
 	h.mu.Unlock()
 	for _, e := range ended {
 		for _, c := range e {
@@ -162,7 +205,7 @@ func (h *hub) deliver(f *frames) (left, preempted bool) {
 func (h *hub) shutdown() {
 	h.mu.Lock()
 	conns := h.conns
-	h.conns, h.closed, h.running = nil, true, false
+	h.conns, h.closed, h.running, h.watch = nil, true, false, nil
 	h.mu.Unlock()
 	for _, c := range conns {
 		h.drop(c, dropShutdown)

@@ -51,7 +51,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // TestHubFraming: a hijacked stream answers as net/http would, chunk for
 // chunk: the head, then `retry: 2000` and the current state, each a chunk.
 func TestHubFraming(t *testing.T) {
-	r := newRig(t, Deps{Heartbeat: time.Hour})
+	r := newRig(t, Deps{SSE: SSE{Heartbeat: time.Hour}})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	conn := rawStream(t, srv, nil)
@@ -92,7 +92,7 @@ func TestHubFraming(t *testing.T) {
 // beside it stays.
 func TestHubDropsNonReadingSubscriber(t *testing.T) {
 	const writeTimeout = 300 * time.Millisecond
-	r := newRig(t, Deps{WriteTimeout: writeTimeout, Heartbeat: 50 * time.Millisecond})
+	r := newRig(t, Deps{SSE: SSE{WriteTimeout: writeTimeout, Heartbeat: 50 * time.Millisecond}})
 	// A large state, so that the first event alone overflows the small
 	// receive window of the stuck subscriber.
 	if _, err := r.c.SetOverride(controller.OverrideRequest{Level: "Minor", Mode: controller.ModePin, TTL: time.Hour, Reason: strings.Repeat("r", 500)}); err != nil {
@@ -128,7 +128,7 @@ func TestHubDropsNonReadingSubscriber(t *testing.T) {
 // degraded_sse_subscribers within a heartbeat, and is no drop.
 func TestHubSubscriberLeaves(t *testing.T) {
 	const heartbeat = 100 * time.Millisecond
-	r := newRig(t, Deps{Heartbeat: heartbeat})
+	r := newRig(t, Deps{SSE: SSE{Heartbeat: heartbeat}})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,12 +154,12 @@ func TestHubSubscriberLeaves(t *testing.T) {
 	}
 }
 
-// TestHubShutdown: closing Shutdown closes every hijacked stream, counted
-// as dropped for shutdown, ends the hub's goroutine (the rig waits for it
-// and goleak checks), and a stream opened afterwards is closed at once.
+// TestHubShutdown: the end of Server.Run's context closes every hijacked
+// stream, counted as dropped for shutdown, Run returns once the hub's
+// goroutines have ended (goleak checks), and a stream opened afterwards is
+// closed at once.
 func TestHubShutdown(t *testing.T) {
-	shutdown := make(chan struct{})
-	r := newRig(t, Deps{Shutdown: shutdown, Heartbeat: time.Hour})
+	r := newRig(t, Deps{SSE: SSE{Heartbeat: time.Hour}})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +170,7 @@ func TestHubShutdown(t *testing.T) {
 		next(t, ch, isLevel)
 		chans = append(chans, ch)
 	}
-	close(shutdown)
+	r.stop()
 	for _, ch := range chans {
 		for range ch { // nothing more than what was sent, then the end
 		}
@@ -227,7 +227,7 @@ func loopbackStreams(t *testing.T, n int) ([]*hubConn, []net.Conn) {
 func TestHubRoundYieldsToALevelChange(t *testing.T) {
 	const n = 3 * perWriter
 	conns, peers := loopbackStreams(t, n)
-	h := &hub{s: &server{Deps: Deps{WriteTimeout: time.Second}}, conns: conns}
+	h := &hub{s: newServer(Deps{SSE: SSE{WriteTimeout: time.Second}}), conns: conns}
 	pinged := func() (got int) {
 		deadline := time.Now().Add(100 * time.Millisecond) // one wait for all
 		for _, p := range peers {

@@ -80,7 +80,7 @@ func tlsStream(t *testing.T, srv *httptest.Server, config *tls.Config, control f
 // head says Connection: close, which net/http's would not), carries every
 // change, and a subscriber that closes is noticed at once.
 func TestTLSStreamThroughTheHub(t *testing.T) {
-	r := newRig(t, Deps{Heartbeat: time.Hour})
+	r := newRig(t, Deps{SSE: SSE{Heartbeat: time.Hour}})
 	srv, config := tlsServer(t, r.h)
 	conn := tlsStream(t, srv, config, nil)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -121,7 +121,7 @@ func TestTLSStreamThroughTheHub(t *testing.T) {
 // subscriber beside it stays.
 func TestTLSStuckSubscriberDropped(t *testing.T) {
 	const writeTimeout = 300 * time.Millisecond
-	r := newRig(t, Deps{WriteTimeout: writeTimeout, Heartbeat: 50 * time.Millisecond})
+	r := newRig(t, Deps{SSE: SSE{WriteTimeout: writeTimeout, Heartbeat: 50 * time.Millisecond}})
 	srv, config := tlsServer(t, r.h)
 	reading := tlsStream(t, srv, config, nil)
 	go func() { // reads until the end of the test

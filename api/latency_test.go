@@ -47,7 +47,7 @@ func latencyRig(t *testing.T) (*rig, *errwindow.Window) {
 	}
 	controllertest.Run(t, c)
 	r := &rig{c: c}
-	r.h = NewServer(Deps{Controller: c, Outcomes: win})
+	r.h = NewServer(Deps{Controller: c, Outcomes: win}).Handler() // no stream: Run is not needed
 	return r, win
 }
 
@@ -138,7 +138,7 @@ func TestOutcomesWithLatencyCountsAreEvaluatedAtOnce(t *testing.T) {
 	}
 	r := newRig(t, Deps{})
 	reports := 0
-	h := NewServer(Deps{Controller: r.c, Outcomes: win, Reported: func(levels.Report) { reports++ }})
+	h := NewServer(Deps{Controller: r.c, Outcomes: win, Reported: func(levels.Report) { reports++ }}).Handler()
 	for _, tc := range []struct {
 		body string
 		want int

@@ -40,7 +40,7 @@ func (s *server) handleLevel() http.HandlerFunc {
 					refuseStream(w, s.streamLimitMessage())
 					return
 				}
-				waitFor(r.Context(), s.Shutdown, c, after, min(wait, s.MaxWait))
+				waitFor(r.Context(), s.shutdown, c, after, min(wait, s.MaxWait))
 				s.streams.Add(-1)
 			}
 		}

@@ -68,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer, levelNames []string) *Metrics {
 		levelChanges:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "level_changes_total", Help: "Changes of the published level, by the source that made them; exported at 0 from the start."}, []string{"source"}),
 		sseDrops:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "sse_dropped_total", Help: "SSE subscribers dropped or refused: write_timeout, write_error, limit (refused at the cap), shutdown."}, []string{"reason"}),
 		authFailures:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "degraded", Name: "auth_failures_total", Help: "Requests refused for a missing or wrong bearer token, by route."}, []string{"route"}),
-		blind:          g("blind", "1 while the daemon sees no signal at all, so it cannot step down by itself."),
+		blind:          g("blind", "1 while no signal has a value and some are warming or failed: with blind_hold > 0 the daemon then cannot step down by itself."),
 		signalState:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "signal_state", Help: "1 for each signal's state at the last health check: available, warming, failed, absent or off."}, []string{"signal", "state"}),
 		signalValue:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "degraded", Name: "signal_value", Help: "Each signal's value at the last health check (NaN without a value)."}, []string{"signal"}),
 		signalGauges:   make(map[levels.Signal]prometheus.Gauge, len(ownGauges)),

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -51,28 +52,16 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Metrics counts outcomes and subscribers; nil counts nothing.
 	Metrics *Metrics
-	// Heartbeat is the SSE ping period (sse.heartbeat). Zero means 15s,
-	// the config default: every stream pings, because a client treats a
-	// silent stream as lost.
-	Heartbeat time.Duration
-	// MaxSubscribers bounds concurrent SSE streams (sse.max_subscribers).
-	// It is lowered to MaxStreams when above it. 0 means no bound besides
-	// MaxStreams.
-	MaxSubscribers int
+	// SSE are the event stream settings (sse.*) at start; Server.SetSSE
+	// replaces them.
+	SSE SSE
 	// MaxStreams bounds SSE streams and waiting long-polls together
 	// (sse.max_subscribers aside); beyond it they are 503. Set it to
 	// StreamLimit(max_connections) so that short requests always find a
-	// connection. 0 means no bound besides MaxSubscribers.
+	// connection. 0 means no bound besides SSE.MaxSubscribers.
 	MaxStreams int
-	// WriteTimeout is how long one write to an SSE stream may block before
-	// the subscriber is dropped (sse.write_timeout). Zero means 10s, the
-	// config default: a subscriber that stops reading is always dropped.
-	WriteTimeout time.Duration
 	// MaxWait bounds long-poll waits (default 60s).
 	MaxWait time.Duration
-	// Shutdown, when closed, ends every stream and long-poll; streams so
-	// ended count as sse_dropped_total{reason="shutdown"}. nil never closes.
-	Shutdown <-chan struct{}
 	// ListenHost is the host part of the listen address. Without an admin
 	// token, Host headers naming it are served (see AllowedHosts).
 	ListenHost string
@@ -97,6 +86,49 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
+// Server is the daemon's HTTP API: Handler serves the requests, and Run
+// owns the goroutines that serve the hijacked event streams and ends every
+// stream and long-poll when its context ends. Build it with NewServer; its
+// methods are safe for concurrent use.
+type Server struct {
+	s       *server
+	handler http.Handler
+	ran     atomic.Bool
+}
+
+// NewServer builds the API over d, applying the defaults Deps documents.
+// It starts nothing: plain HTTP/1.1 event streams are hijacked and wait
+// for Run, which serves them (before Run they have had the current
+// state and get nothing more).
+func NewServer(d Deps) *Server {
+	s := newServer(d)
+	return &Server{s: s, handler: s.routes()}
+}
+
+// Handler returns the API's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run serves the hijacked event streams until ctx ends: its goroutine
+// sends every change, sample and ping, with writer goroutines it joins
+// and, while streams are open, a watcher for subscribers that leave (see
+// hub). When ctx ends it ends every stream and waiting long-poll, counted
+// as sse_dropped_total{reason="shutdown"}, refuses new ones, and returns
+// ctx.Err() once its goroutines have exited. Call it once; a second call
+// panics.
+func (s *Server) Run(ctx context.Context) error {
+	if s.ran.Swap(true) {
+		panic("api: Server.Run called twice")
+	}
+	s.s.hub.serve(ctx)
+	return ctx.Err()
+}
+
+// SetSSE puts v in force at once (a reload's sse.*): a stream's next ping
+// comes one new heartbeat after the call, the next write is bounded by
+// the new write timeout, and the new subscriber limit applies to streams
+// that connect from then on (one that lowers it ends no open stream).
+func (s *Server) SetSSE(v SSE) { s.s.setSSE(v) }
+
 type server struct {
 	Deps
 	subscribers atomic.Int64
@@ -104,29 +136,14 @@ type server struct {
 	lastLevel   atomic.Pointer[encodedLevel] // shared encoding of the latest level event
 	refusals    refusals
 	hub         hub // the hijacked streams
-}
-
-// NewServer returns the daemon's HTTP handler. Plain HTTP/1.1 event streams
-// are served by one goroutine of the handler's own, started with the first
-// stream; it ends, closing them, when Shutdown closes.
-func NewServer(d Deps) http.Handler {
-	return newServer(d).routes()
+	sse         atomic.Pointer[sseInForce]
+	shutdown    chan struct{} // closed when Run's context ends
 }
 
 // newServer applies the defaults NewServer documents.
 func newServer(d Deps) *server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Heartbeat <= 0 {
-		d.Heartbeat = 15 * time.Second
-	}
-	if d.MaxStreams > 0 && d.MaxSubscribers > d.MaxStreams {
-		d.Logger.Info("sse.max_subscribers lowered to the stream cap, max_connections - 32", "max_subscribers", d.MaxSubscribers, "lowered_to", d.MaxStreams)
-		d.MaxSubscribers = d.MaxStreams
-	}
-	if d.WriteTimeout <= 0 {
-		d.WriteTimeout = 10 * time.Second
 	}
 	if d.MaxWait <= 0 {
 		d.MaxWait = 60 * time.Second
@@ -137,7 +154,10 @@ func newServer(d Deps) *server {
 	if d.Gatherer == nil {
 		d.Gatherer = prometheus.NewRegistry()
 	}
-	s := &server{Deps: d}
+	s := &server{Deps: d, shutdown: make(chan struct{})}
 	s.hub.s = s
+	s.hub.start = make(chan struct{}, 1)
+	s.hub.wake = make(chan struct{}, 1)
+	s.setSSE(d.SSE)
 	return s
 }

@@ -30,13 +30,13 @@ var dropReasons = []string{dropWriteTimeout, dropWriteError, dropLimit, dropShut
 // (hub.go); what cannot be hijacked (HTTP/2, TLS from another listener)
 // keeps a goroutine here. Either way a slow subscriber skips intermediate
 // states and holds no queue, and one that stops reading for WriteTimeout
-// is dropped.
+// is dropped. The settings in force (SSE) apply to open streams at once.
 func (s *server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if n := s.subscribers.Add(1); s.MaxSubscribers > 0 && n > int64(s.MaxSubscribers) {
+		if n, max := s.subscribers.Add(1), s.sse.Load().MaxSubscribers; max > 0 && n > int64(max) {
 			s.subscribers.Add(-1)
 			s.Metrics.sseDropped(dropLimit)
-			refuseStream(w, fmt.Sprintf("subscriber limit of %d reached", s.MaxSubscribers))
+			refuseStream(w, fmt.Sprintf("subscriber limit of %d reached", max))
 			return
 		}
 		if !s.acquireStream() {
@@ -88,18 +88,23 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) (dropped string)
 	}); reason != "" {
 		return reason
 	}
-	ping := time.NewTicker(s.Heartbeat)
+	set := s.sse.Load()
+	ping := time.NewTicker(set.Heartbeat)
 	defer ping.Stop()
 	for {
 		pinged := false
 		select {
 		case <-r.Context().Done():
-			if isClosed(s.Shutdown) {
+			if isClosed(s.shutdown) {
 				return dropShutdown
 			}
 			return ""
-		case <-s.Shutdown:
+		case <-s.shutdown:
 			return dropShutdown
+		case <-set.changed: // a reload: the next ping is one new heartbeat away
+			set = s.sse.Load()
+			ping.Reset(set.Heartbeat)
+			continue
 		case <-ping.C:
 			pinged = true
 		case <-levelCh:
@@ -137,7 +142,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) (dropped string)
 // writeBatch runs one batch of writes and the flush under a fresh write
 // deadline, and says why the stream must end, if it must.
 func (s *server) writeBatch(rc *http.ResponseController, batch func() error) (dropped string) {
-	_ = rc.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(s.sse.Load().WriteTimeout))
 	err := batch()
 	if err == nil {
 		err = rc.Flush()

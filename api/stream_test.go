@@ -108,7 +108,7 @@ func state(t *testing.T, ev sseEvent) controller.State {
 }
 
 func TestStream(t *testing.T) {
-	r := newRig(t, Deps{Heartbeat: 20 * time.Millisecond})
+	r := newRig(t, Deps{SSE: SSE{Heartbeat: 20 * time.Millisecond}})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,7 +148,7 @@ func TestStream(t *testing.T) {
 }
 
 func TestStreamSubscriberLimit(t *testing.T) {
-	r := newRig(t, Deps{MaxSubscribers: 2})
+	r := newRig(t, Deps{SSE: SSE{MaxSubscribers: 2}})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -51,7 +51,7 @@ func droppedTotal(t *testing.T, r *rig, reason string) float64 {
 func TestStreamCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log, logs := newLog()
-		r := newRig(t, Deps{MaxStreams: 2, MaxSubscribers: 100, Heartbeat: time.Hour, Logger: log})
+		r := newRig(t, Deps{MaxStreams: 2, SSE: SSE{MaxSubscribers: 100, Heartbeat: time.Hour}, Logger: log})
 		if !strings.Contains(logs.String(), "sse.max_subscribers lowered") || !strings.Contains(logs.String(), "lowered_to=2") {
 			t.Errorf("no log of the lowered max_subscribers: %s", logs)
 		}
@@ -106,7 +106,7 @@ func TestStreamCap(t *testing.T) {
 // and counted, while the server goes on.
 func TestStuckSubscriberDropped(t *testing.T) {
 	log, logs := newLog()
-	r := newRig(t, Deps{WriteTimeout: 200 * time.Millisecond, Heartbeat: time.Hour, Logger: log})
+	r := newRig(t, Deps{SSE: SSE{WriteTimeout: 200 * time.Millisecond, Heartbeat: time.Hour}, Logger: log})
 	srv := httptest.NewUnstartedServer(r.h)
 	srv.Listener = smallSendBuffers{srv.Listener}
 	srv.Start()
@@ -165,16 +165,15 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// TestStreamShutdown: closing Deps.Shutdown ends open streams, counted as
-// dropped for shutdown.
+// TestStreamShutdown: the end of Server.Run's context ends open streams,
+// counted as dropped for shutdown.
 func TestStreamShutdown(t *testing.T) {
-	shutdown := make(chan struct{})
-	r := newRig(t, Deps{Shutdown: shutdown})
+	r := newRig(t, Deps{})
 	srv := httptest.NewServer(r.h)
 	defer srv.Close()
 	ch, _ := subscribe(t, context.Background(), srv.URL+"/v1/level/stream")
 	next(t, ch, isLevel)
-	close(shutdown)
+	r.stop()
 	timeout := time.After(10 * time.Second)
 	for open := true; open; {
 		select {

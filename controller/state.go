@@ -77,8 +77,9 @@ type State struct {
 	// (null without one) and state, as levels.Sample writes them.
 	Signals levels.Sample `json:"signals"`
 	// Blind is true when no signal had a value at the last health check
-	// while some were warming or failed: the controller cannot see, so it
-	// will not step down by itself (metric degraded_blind).
+	// while some were warming or failed (levels.Sample.Blind; metric
+	// degraded_blind): with blind_hold > 0, those with a threshold at the
+	// level or above then hold it.
 	Blind bool `json:"-"`
 	// JitterR is the automatic level's recovery jitter draw, for the
 	// timeline (not published).

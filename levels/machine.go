@@ -134,8 +134,8 @@ type Published struct {
 	// EarliestRecoveryAt is the earliest moment the published level could
 	// drop; nil at Normal and when only an override could lower it.
 	EarliestRecoveryAt *time.Time
-	// Shadow is the mode; Signals the last sample; Blind whether it saw
-	// nothing; JitterR the automatic level's recovery draw.
+	// Shadow is the mode; Signals the last sample; Blind whether it was
+	// blind (Sample.Blind); JitterR the automatic level's recovery draw.
 	Shadow  bool
 	Signals Sample
 	Blind   bool

@@ -46,9 +46,11 @@ func (s Sample) Value(sig Signal) (float64, bool) {
 // State returns sig's state (Off when the sample does not mention it).
 func (s Sample) State(sig Signal) SignalState { return s.States[sig] }
 
-// Blind reports whether the sample sees nothing: no signal has a value,
-// while some are warming or failed. A blind controller never steps down by
-// itself.
+// Blind reports whether no signal has a value while some are warming or
+// failed. With Rules.BlindHold > 0 such a sample never steps the level
+// down when one of those signals has a threshold at the level or above
+// (see Next); with BlindHold 0 nothing blind holds. A sample whose signals
+// are all absent or off is not blind: low traffic is not an incident.
 func (s Sample) Blind() bool {
 	if len(s.Values) > 0 {
 		return false

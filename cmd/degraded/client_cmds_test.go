@@ -66,9 +66,7 @@ func newCLIDaemon(t *testing.T) *cliDaemon {
 	}
 	controllertest.Run(t, d.ctl)
 	tokens := func() api.Tokens { return api.Tokens{Admin: "adm"} }
-	shutdown := make(chan struct{})
-	t.Cleanup(func() { close(shutdown) }) // ends the event streams
-	h := api.NewServer(api.Deps{Controller: d.ctl, Outcomes: d.win, Tokens: tokens, Shutdown: shutdown})
+	h := api.NewServer(api.Deps{Controller: d.ctl, Outcomes: d.win, Tokens: tokens})
 	srv := daemontest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.down.Load() {
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
@@ -76,8 +74,9 @@ func newCLIDaemon(t *testing.T) *cliDaemon {
 			}
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.Handler().ServeHTTP(w, r)
 	}))
+	daemontest.RunAPI(t, h) // serves the event streams; ends them before srv closes
 	d.srv, d.url = srv, srv.URL
 	d.env = []string{"DEGRADED_ADDR=" + srv.URL, "DEGRADED_TOKEN=adm"}
 	return d

@@ -65,11 +65,10 @@ func newFleetCLIDaemon(t *testing.T) (*controller.Controller, []string) {
 		t.Fatal(err)
 	}
 	controllertest.Run(t, ctl)
-	shutdown := make(chan struct{})
-	t.Cleanup(func() { close(shutdown) })
 	h := api.NewServer(api.Deps{Controller: ctl, Outcomes: &cliWindow{}, Tokens: func() api.Tokens { return api.Tokens{Admin: "adm"} },
-		Shutdown: shutdown, Fleet: &cliFleet{ctl: ctl}})
-	srv := daemontest.NewServer(t, h)
+		Fleet: &cliFleet{ctl: ctl}})
+	srv := daemontest.NewServer(t, h.Handler())
+	daemontest.RunAPI(t, h)
 	return ctl, []string{"DEGRADED_ADDR=" + srv.URL, "DEGRADED_TOKEN=adm"}
 }
 

@@ -33,8 +33,8 @@ func TestReportSignal(t *testing.T) {
 	controllertest.Run(t, ctl)
 	ctl.Check(context.Background())
 	srv := httptest.NewServer(api.NewServer(api.Deps{Controller: ctl, Outcomes: &cliWindow{}, Pusher: pushed, Reported: ctl.Reported,
-		Tokens: func() api.Tokens { return api.Tokens{Admin: "adm", Report: "rep"} }}))
-	defer srv.Close() // report makes no stream: no hub to stop
+		Tokens: func() api.Tokens { return api.Tokens{Admin: "adm", Report: "rep"} }}).Handler())
+	defer srv.Close() // report makes no stream: no need to run the API
 	env := []string{"DEGRADED_ADDR=" + srv.URL, "DEGRADED_TOKEN=wrong", "DEGRADED_REPORT_TOKEN=rep"}
 
 	code, out, errOut := runCLI(t, env, "report", "--signal", "queue_depth=1234")

@@ -47,8 +47,9 @@ type Options struct {
 }
 
 // Daemon is one wired daemon. Build it with New, serve Handler (or give
-// Options.Listener) and call Run; Close releases the data_dir lock. Its
-// methods are safe for concurrent use.
+// Options.Listener) and call Run, which runs every part and joins every
+// goroutine it started before it returns; Close releases the data_dir
+// lock. Its methods are safe for concurrent use.
 type Daemon struct {
 	log      *slog.Logger
 	logs     *logs // d.log's level and format, for a reload
@@ -56,13 +57,12 @@ type Daemon struct {
 	metrics  *api.Metrics
 	registry *prometheus.Registry
 	windows  windows // the error window in force (windows.go)
-	handler  http.Handler
+	api      *api.Server
 	ln       net.Listener
 	load     Loader
 	override struct{ cpu, memory controller.Sampler }
 	bound    string
 	unlock   func()
-	shutdown chan struct{} // closed when Run ends the streams
 
 	tokens atomic.Pointer[api.Tokens]
 	cfg    atomic.Pointer[config.Config]
@@ -90,7 +90,7 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	if w == nil {
 		w = io.Discard
 	}
-	d := &Daemon{logs: newLogs(cfg.Log, w), load: o.Load, shutdown: make(chan struct{}), unlock: func() {}, pushed: &signals.Pushed{}}
+	d := &Daemon{logs: newLogs(cfg.Log, w), load: o.Load, unlock: func() {}, pushed: &signals.Pushed{}}
 	d.log = d.logs.log
 	d.override.cpu, d.override.memory = o.CPU, o.Memory
 	d.cfg.Store(cfg)
@@ -138,7 +138,7 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d.handler = d.newHandler(cfg, maxConns)
+	d.api = d.newAPI(cfg, maxConns)
 	return d, nil
 }
 
@@ -188,8 +188,8 @@ func (s recoveryLogged) Load() (*controller.Persisted, bool, error) {
 	return p, fromPrev, err
 }
 
-// newHandler builds the HTTP API over the daemon's parts.
-func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
+// newAPI builds the HTTP API over the daemon's parts; Run runs it.
+func (d *Daemon) newAPI(cfg *config.Config, maxConns int) *api.Server {
 	var reload func(actor string) error
 	if d.load != nil {
 		reload = d.Reload
@@ -199,29 +199,27 @@ func (d *Daemon) newHandler(cfg *config.Config, maxConns int) http.Handler {
 		tl = d.recorder
 	}
 	return api.NewServer(api.Deps{
-		Controller:     d.ctrl,
-		Outcomes:       &d.windows,
-		Reported:       d.ctrl.Reported,
-		Pusher:         d.pushed,
-		Timeline:       tl,
-		Tokens:         func() api.Tokens { return *d.tokens.Load() },
-		Reload:         reload,
-		Gatherer:       d.registry,
-		Metrics:        d.metrics,
-		Heartbeat:      cfg.SSE.Heartbeat,
-		MaxSubscribers: cfg.SSE.MaxSubscribers,
-		MaxStreams:     api.StreamLimit(maxConns),
-		WriteTimeout:   cfg.SSE.WriteTimeout,
-		Shutdown:       d.shutdown,
-		ListenHost:     listenHost(cfg.Listen),
-		AllowedHosts:   func() []string { return d.cfg.Load().AllowedHosts },
-		Logger:         d.log,
-		Fleet:          d.fleetAPI(),
+		Controller:   d.ctrl,
+		Outcomes:     &d.windows,
+		Reported:     d.ctrl.Reported,
+		Pusher:       d.pushed,
+		Timeline:     tl,
+		Tokens:       func() api.Tokens { return *d.tokens.Load() },
+		Reload:       reload,
+		Gatherer:     d.registry,
+		Metrics:      d.metrics,
+		SSE:          sseOf(cfg),
+		MaxStreams:   api.StreamLimit(maxConns),
+		ListenHost:   listenHost(cfg.Listen),
+		AllowedHosts: func() []string { return d.cfg.Load().AllowedHosts },
+		Logger:       d.log,
+		Fleet:        d.fleetAPI(),
 	})
 }
 
-// Handler returns the daemon's HTTP API.
-func (d *Daemon) Handler() http.Handler { return d.handler }
+// Handler returns the daemon's HTTP API. Its event streams are served
+// while Run runs.
+func (d *Daemon) Handler() http.Handler { return d.api.Handler() }
 
 // Controller returns the daemon's controller, for test rigs and tools.
 func (d *Daemon) Controller() *controller.Controller { return d.ctrl }

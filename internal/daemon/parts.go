@@ -166,6 +166,12 @@ func openStore(s *controller.FileStore, reset bool, log *slog.Logger) error {
 // counts.
 var _ controller.LatencyWindow = (*errwindow.Window)(nil)
 
+// sseOf is the event stream settings of cfg (sse.*), which a reload
+// applies at once.
+func sseOf(cfg *config.Config) api.SSE {
+	return api.SSE{Heartbeat: cfg.SSE.Heartbeat, WriteTimeout: cfg.SSE.WriteTimeout, MaxSubscribers: cfg.SSE.MaxSubscribers}
+}
+
 // recordSettings are the recorder's settings in cfg.
 func recordSettings(cfg *config.Config) timeline.Settings {
 	return timeline.Settings{Enabled: cfg.Record.Enabled, Retention: cfg.Record.Retention, MaxBytes: int64(cfg.Record.MaxBytes)}

@@ -52,7 +52,8 @@ func (d *Daemon) Reload(actor string) error {
 }
 
 // apply puts a valid config in force: the controller's options, the
-// tokens and the level names of the metrics. d.reloadMu must be held.
+// tokens, the level names of the metrics, the log and the event stream
+// settings. d.reloadMu must be held.
 func (d *Daemon) apply(cfg *config.Config, actor string) error {
 	opts, commit, err := d.controllerOptions(cfg, d.cfg.Load())
 	if err != nil {
@@ -74,5 +75,6 @@ func (d *Daemon) apply(cfg *config.Config, actor string) error {
 	}
 	d.metrics.SetLevelNames(levelNames(opts))
 	d.logs.configure(cfg.Log)
+	d.api.SetSSE(sseOf(cfg))
 	return nil
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,5 +130,42 @@ func TestStartFromPrevRepublishesAboveTheCeiling(t *testing.T) {
 	if st.Sequence <= seen+controller.SequenceBlock || len(h) == 0 || h[0].Source != controller.SourceRestart {
 		t.Fatalf("after falling back to state.json.prev: sequence %d (readers saw %d), newest entry %+v; want above the ceiling with a restart entry",
 			st.Sequence, seen, h)
+	}
+}
+
+// TestReloadAppliesSSE: sse.* applies at once (DESIGN.md "What a reload
+// applies"): a stream refused at sse.max_subscribers 1 is served once a
+// reload raises it, and nothing says sse needs a restart.
+func TestReloadAppliesSSE(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "degraded.yaml")
+	body := "data_dir: \"\"\nsignals: {cpu: {source: off}, memory: {source: off}}\nsse: {heartbeat: 1h, max_subscribers: %d}\n"
+	writeConfig(t, path, strings.Replace(body, "%d", "1", 1))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	d := startFromFile(t, path, Options{Listener: ln, Log: &log})
+	runDaemon(t, d)
+	if _, br, status := openStream(t, d.Addr().String()); status != "HTTP/1.1 200 OK" {
+		t.Fatalf("the first stream: %q, want 200", status)
+	} else {
+		readUntil(t, br, "event: level")
+	}
+	if _, _, status := openStream(t, d.Addr().String()); status != "HTTP/1.1 503 Service Unavailable" {
+		t.Fatalf("a second stream at max_subscribers 1: %q, want 503", status)
+	}
+	writeConfig(t, path, strings.Replace(body, "%d", "2", 1))
+	if err := d.Reload("alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, br, status := openStream(t, d.Addr().String()); status != "HTTP/1.1 200 OK" {
+		t.Errorf("a second stream after the reload to max_subscribers 2: %q, want 200", status)
+	} else {
+		readUntil(t, br, "event: level")
+	}
+	if strings.Contains(log.String(), "key=sse") {
+		t.Errorf("the reload said sse needs a restart:\n%s", log.String())
 	}
 }

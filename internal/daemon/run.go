@@ -10,12 +10,13 @@ import (
 	"time"
 )
 
-// Run runs the health loop and, with Options.Listener, serves the API on
-// it, until ctx ends or serving fails. It then stops accepting, ends the
-// event streams, waits up to 10s for requests in flight, and saves the
-// state one last time. It returns nil after a clean stop, an error naming
-// the cause if serving failed or the final save did (the next start then
-// resumes from the last saved state).
+// Run runs the health loop and the API's event streams and, with
+// Options.Listener, serves the API on it, until ctx ends or serving fails.
+// It then ends the event streams and long-polls, stops accepting, waits up
+// to 10s for requests in flight, and saves the state one last time. It
+// returns once every goroutine it started has ended: nil after a clean
+// stop, an error naming the cause if serving failed or the final save did
+// (the next start then resumes from the last saved state).
 func (d *Daemon) Run(ctx context.Context) error {
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -34,6 +35,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	fleetDone := d.startFleet(runCtx)
 	ctrlDone := make(chan error, 1)
 	go func() { ctrlDone <- d.ctrl.Run(runCtx) }()
+	// The API stops first: its streams read the state to the end.
+	apiCtx, stopAPI := context.WithCancel(context.Background())
+	defer stopAPI()
+	apiDone := make(chan struct{})
+	go func() {
+		defer close(apiDone)
+		_ = d.api.Run(apiCtx) // returns apiCtx.Err() once its streams are closed
+	}()
 
 	base, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
@@ -41,7 +50,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvDone := make(chan error, 1)
 	if d.ln != nil {
 		srv = &http.Server{
-			Handler:           d.handler,
+			Handler:           d.api.Handler(),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			WriteTimeout:      90 * time.Second, // above the 60s long-poll cap; SSE sets its own deadlines
@@ -54,18 +63,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 
 	var serveErr error
+	served := false // serveErr holds Serve's result
 	select {
 	case <-ctx.Done():
 	case serveErr = <-srvDone:
+		served = true
 	}
 	d.log.Info("shutting down")
-	close(d.shutdown) // ends the event streams and long-polls, counted as such
+	stopAPI() // ends the event streams and long-polls, counted as such
+	<-apiDone // before the requests' contexts end: a stream ended so is counted as a shutdown
 	endStreams()
 	if srv != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(shutdownCtx); err != nil {
 			d.log.Warn("shutdown", "err", err)
+		}
+		if !served {
+			serveErr = <-srvDone // http.ErrServerClosed, at once after Shutdown
 		}
 	}
 	stopRun()

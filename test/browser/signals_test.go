@@ -115,25 +115,24 @@ func startCustomDaemon(t *testing.T) *customDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shutdown := make(chan struct{})
-	srv := daemontest.NewServer(t, api.NewServer(api.Deps{
+	h := api.NewServer(api.Deps{
 		Controller: ctrl,
 		Outcomes:   window,
 		Reported:   ctrl.Reported,
 		Pusher:     d.pushed,
-		Heartbeat:  time.Second,
-		Shutdown:   shutdown,
-	}))
+		SSE:        api.SSE{Heartbeat: time.Second},
+	})
+	srv := daemontest.NewServer(t, h.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
 	t.Cleanup(func() {
-		close(shutdown) // ends the event streams
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("controller: %v", err)
 		}
 	})
+	daemontest.RunAPI(t, h) // registered last, it ends the event streams first
 	d.daemon = daemon{srv: srv, ctrl: ctrl}
 	return d
 }

@@ -291,7 +291,7 @@ func TestOpenAPI(t *testing.T) {
 	pushed := &signals.Pushed{}
 	pushed.Configure([]signals.PushedSignal{{Name: "queue_depth", TTL: time.Minute}}, []levels.Signal{"p95"})
 	tl := newRecordedTimeline(t)
-	r := newIdleRig(t, api.Deps{Timeline: tl, Pusher: pushed, MaxSubscribers: 1, MaxStreams: 1, Heartbeat: time.Hour, Reload: func(string) error {
+	r := newIdleRig(t, api.Deps{Timeline: tl, Pusher: pushed, SSE: api.SSE{MaxSubscribers: 1, Heartbeat: time.Hour}, MaxStreams: 1, Reload: func(string) error {
 		if badConfig.Load() {
 			return errBadConfig
 		}
@@ -569,7 +569,8 @@ func TestOpenAPI(t *testing.T) {
 	}
 	full.Store(true)
 	t.Cleanup(func() { full.Store(false) }) // the disk is freed before the final save
-	unsaved := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: &window{}}))
+	// No stream: the API need not run.
+	unsaved := httptest.NewServer(api.NewServer(api.Deps{Controller: ctrl, Outcomes: &window{}}).Handler())
 	defer unsaved.Close()
 	for _, ex := range []exchange{
 		{name: "override not saved", method: "PUT", target: "/v1/override", body: override, want: 503},

@@ -17,6 +17,7 @@ import (
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/controller"
 	"github.com/degraded/degraded/controller/controllertest"
+	"github.com/degraded/degraded/internal/daemon/daemontest"
 	"github.com/degraded/degraded/internal/timeline"
 	"github.com/degraded/degraded/levels"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +28,7 @@ const specPath = "../../api/openapi.yaml"
 
 // The helpers below are copied from api/api_test.go (package api), which
 // this module cannot import: the table, the fake window and the rig that
-// serves the real controller through api.NewServer.
+// serves the real controller through api.NewServer, run until the test ends.
 
 func testTable(t testing.TB) *levels.Table {
 	t.Helper()
@@ -98,7 +99,9 @@ func newIdleRig(t testing.TB, d api.Deps) *rig {
 	tokens.Store(&api.Tokens{})
 	d.Controller, d.Outcomes, d.Gatherer, d.Metrics = c, win, reg, m
 	d.Tokens = func() api.Tokens { return *tokens.Load() }
-	return &rig{c: c, win: win, tokens: tokens, h: api.NewServer(d)}
+	srv := api.NewServer(d)
+	daemontest.RunAPI(t, srv) // serves the event streams until the test ends
+	return &rig{c: c, win: win, tokens: tokens, h: srv.Handler()}
 }
 
 // setShadow reloads the controller in shadow mode or back to enforce.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -100,11 +101,16 @@ func TestRunJoinsTheEventStreams(t *testing.T) {
 
 	cancel()
 	<-log.entered // the hub is closing the stream for the shutdown
-	select {
-	case err := <-done:
-		close(log.release)
-		t.Fatalf("Run returned (%v) while the hub was still closing a stream: the hub outlives Run", err)
-	case <-time.After(100 * time.Millisecond): // how long Run had to return without the hub, were it not joined
+	// Run must now wait for the hub: its goroutine blocks receiving (the
+	// API's end) rather than returning.
+	for !blockedIn("(*Daemon).Run(", "chan receive") {
+		select {
+		case err := <-done:
+			close(log.release)
+			t.Fatalf("Run returned (%v) while the hub was still closing a stream: the hub outlives Run", err)
+		default:
+			runtime.Gosched()
+		}
 	}
 	close(log.release)
 	if err := <-done; err != nil {
@@ -113,4 +119,18 @@ func TestRunJoinsTheEventStreams(t *testing.T) {
 	if !strings.Contains(log.String(), "reason=shutdown") {
 		t.Errorf("no stream closed for the shutdown in the log:\n%s", log.String())
 	}
+}
+
+// blockedIn reports whether a goroutine whose stack holds fn is blocked
+// in state (as runtime.Stack names it, "chan receive" for instance).
+func blockedIn(fn, state string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "["+state) && strings.Contains(g, fn) {
+			return true
+		}
+	}
+	return false
 }

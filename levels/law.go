@@ -26,18 +26,18 @@ const (
 	// service (every signal below a quarter of its lowest threshold) is
 	// probed at once, at probeRate.
 	probeAfter = time.Minute
-	// creepRate is how fast, per second, the capacity estimate grows while
-	// the law sheds and every signal is quiet (below half its lowest
-	// threshold), and edgeCut how far it steps back when a signal crosses
-	// its threshold without saturating the service: between the two the
-	// estimate stands.
+	// creepRate is how fast, per second, the capacity estimate grows back
+	// while the law sheds and no signal is over its lowest threshold (to
+	// the capacity last measured, and past it only probeAfter after the
+	// last overload), and edgeCut how far it steps back when a latency or
+	// sampled signal crosses its threshold without saturating the service.
 	creepRate = 0.02
 	edgeCut   = 0.03
 	// saturation is how much more the clients must admit than the service
 	// completes for it to count as saturated.
 	saturation = 0.03
-	// probeReach is how far above the admitted load the probe may take
-	// the capacity estimate.
+	// probeReach is how far above what the service completed a probe may
+	// take the target in one decision.
 	probeReach = 0.1
 	// stepMargin is the dead band at a band's edges: the law steps up a
 	// level only when the level below it would admit more than target x
@@ -60,13 +60,13 @@ const (
 )
 
 // law is the graduated admission law's state (DESIGN.md "Overload
-// control"). It estimates the service's capacity from what the clients
-// report: the requests they were offered by priority, and the completions
-// and latencies of the requests admitted since the last change. While a
-// signal says the service is overloaded, the completions it manages are
-// its capacity; while every signal is quiet, the capacity may be more. The
-// law admits headroom x capacity, highest priority first: the level whose
-// threshold cuts there, and a fraction of the band below it.
+// control"; docs/design.md "The admission law"). It estimates the
+// service's capacity from what the clients report: the requests they were
+// offered by priority and admitted, and the completions and latencies of
+// the requests admitted since the last change. While the service is
+// saturated, what it completes is its capacity (decide). The law admits
+// headroom x capacity, highest priority first: the level whose threshold
+// cuts there, and a fraction of the band below it.
 //
 // It never reacts to a saturated number's size, only to whether the
 // service is overloaded and how much it completes, so a latency at the

@@ -1,0 +1,192 @@
+package levels
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lawStep is one evaluation of a step table for the admission law: the
+// reports a client of a service of 800/s sends over the span before it
+// (the benchmark's mix at x times the capacity, completing success and
+// failing failure, their latencies in one bucket), and what the machine
+// publishes after it.
+type lawStep struct {
+	at               time.Duration // since the start
+	trigger          string
+	x                float64 // offered load, times the capacity; 0: no report
+	secs             float64 // the report's span
+	admitted         float64 // requests the client admitted per second
+	success, failure float64 // per second
+	latencyMs        float64 // every completion's latency
+	errorRate        float64 // the window's error rate, percent, for the table rule
+	latencyWindowMs  float64 // the window's latency quantile, for the table rule
+
+	level    string
+	partial  string // lawPartial's
+	reason   string // a substring of the last history entry's reason, if set
+	capacity [2]float64
+}
+
+// lawMix is the benchmark's mix at x times 800/s over secs, by priority.
+func lawMix(x, secs float64) map[int]int64 {
+	m := map[int]int64{}
+	for p, share := range map[int]float64{100: 0.05, 60: 0.15, 40: 0.30, 10: 0.50} {
+		m[p] = int64(math.Round(x * 800 * share * secs))
+	}
+	return m
+}
+
+// runLawSteps evaluates steps on a graduated machine over simTable.
+func runLawSteps(t *testing.T, mode AdmissionMode, steps []lawStep) {
+	t.Helper()
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	tab := simTable(t)
+	m := NewMachine(Config{Table: tab, Rules: Rules{MinimumLevelDuration: 10 * time.Second, Hysteresis: 0.1, MaxOverrideTTL: time.Hour, MinThroughput: 10, Admission: mode}}, t0)
+	m.Evaluate(Input{At: t0, Trigger: TriggerStart, Sample: Sample{}.Clone()})
+	for i, st := range steps {
+		now := t0.Add(st.at)
+		var w Window
+		w.Attempts = 1000
+		w.Failures = int64(st.errorRate * 10)
+		w.Latency = make([]int64, NumLatencyBuckets)
+		w.Latency[latencyBucket(max(st.latencyWindowMs, 15))] = 1000
+		smp := Sample{}.Clone()
+		tab.ReadWindow(&smp, w, 10)
+		in := Input{At: now, Trigger: st.trigger, Sample: smp}
+		if st.x > 0 {
+			lat := make([]int64, NumLatencyBuckets)
+			n := int64((st.success + st.failure) * st.secs)
+			lat[latencyBucket(st.latencyMs)] = n
+			in.Reports = []Report{{At: now, Success: int64(st.success * st.secs), Failure: int64(st.failure * st.secs), Latency: lat,
+				Admission: &Admission{Admitted: int64(st.admitted * st.secs), Seconds: st.secs, Reporter: "c1", Offered: lawMix(st.x, st.secs)}}}
+		}
+		out := m.Evaluate(in)
+		p := m.Published()
+		if got := tab.Level(p.Index).Name; got != st.level {
+			t.Errorf("step %d (%v): level %s, want %s (reason %q)", i, st.at, got, st.level, p.Reason)
+		}
+		if got := lawPartial(p.Partial); got != st.partial {
+			t.Errorf("step %d (%v): partial %s, want %s (capacity %.0f/s)", i, st.at, got, st.partial, m.law.capacity)
+		}
+		if st.reason != "" && (len(out.Entries) == 0 || !strings.Contains(out.Entries[len(out.Entries)-1].Reason, st.reason)) {
+			t.Errorf("step %d (%v): entries %+v, want a reason holding %q", i, st.at, out.Entries, st.reason)
+		}
+		if c := st.capacity; c != [2]float64{} && !(m.law.capacity >= c[0] && m.law.capacity <= c[1]) {
+			t.Errorf("step %d (%v): capacity estimate %.1f/s, want in [%v, %v]", i, st.at, m.law.capacity, c[0], c[1])
+		}
+	}
+}
+
+// lawPartial writes a partial admission for a step table: "null", or
+// the band's from and the fraction to 0.01.
+func lawPartial(p *Partial) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%d %.2f", p.From, p.Fraction)
+}
+
+// TestLawSaturationSizesTheStep: a 3x step measured saturated takes the
+// level straight to the one that fits (Major: priorities 100 and 60 are
+// 480/s of 800), not to the top the saturated latency asks for; the
+// queue drains with the band shed whole for as long as it needs at the
+// capacity not admitted; then the band below is admitted in part, to 95%
+// of the capacity: (760 - 480) / 720 of 30-49.
+func TestLawSaturationSizesTheStep(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null", reason: "capacity 800/s of 2400/s offered", capacity: [2]float64{800, 800}},
+		// The queue drains: completing more than the 480/s admitted.
+		{at: 2250 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.25, admitted: 480, success: 800, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
+		// Drained: the band below is admitted in part.
+		{at: 3500 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39", capacity: [2]float64{800, 800}},
+		// The table rule asks for Emergency (the window's latency); the law
+		// holds the level that fits.
+		{at: 4 * time.Second, trigger: TriggerTick, x: 3, secs: 0.5, admitted: 760, success: 760, latencyMs: 30, errorRate: 60, latencyWindowMs: 460,
+			level: "Major", partial: "30 0.39"},
+	})
+}
+
+// TestLawFailingDependency: 30% of requests fail at 15ms whatever the
+// load. The table's level stands (Severe for an error rate over 25%);
+// the law learns no capacity from failures and sheds no more than the
+// level's threshold does: the band below is admitted at the top.
+func TestLawFailingDependency(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 0.5, secs: 1, admitted: 400, success: 280, failure: 120, latencyMs: 15, errorRate: 30,
+			level: "Severe", partial: "50 0.95", capacity: [2]float64{0, 0}},
+		{at: 2 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 220, success: 154, failure: 66, latencyMs: 15, errorRate: 30,
+			level: "Severe", partial: "50 0.95", capacity: [2]float64{0, 0}},
+	})
+}
+
+// TestLawEdge: with the capacity measured, a latency over its threshold
+// at the target without saturation (everything admitted completes) cuts
+// the estimate to 97% of what was admitted over the headroom; a quiet
+// service creeps it back 2% a second, no further than the capacity
+// measured. The fraction follows only when it moves the admitted load by
+// 2% of the target: 0.378 to 0.389 of a 720/s band is 8/s, under 15/s.
+func TestLawEdge(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
+		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39"},
+		{at: 4 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 150, errorRate: 60, latencyWindowMs: 150,
+			level: "Major", partial: "30 0.36", capacity: [2]float64{776, 777}},
+		{at: 5 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 737, success: 737, latencyMs: 30, errorRate: 60, latencyWindowMs: 150,
+			level: "Major", partial: "30 0.38", capacity: [2]float64{791, 792}},
+		{at: 6 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 750, success: 750, latencyMs: 30, errorRate: 60, latencyWindowMs: 150,
+			level: "Major", partial: "30 0.38", capacity: [2]float64{800, 800}},
+		{at: 7 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 30, errorRate: 60, latencyWindowMs: 150,
+			level: "Major", partial: "30 0.38", capacity: [2]float64{800, 800}},
+	})
+}
+
+// TestLawLevelsMode: admission.mode levels publishes no partial admission,
+// and the table's rule alone moves the level (the saturated latency asks
+// for Emergency, and gets it).
+func TestLawLevelsMode(t *testing.T) {
+	runLawSteps(t, AdmissionLevels, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 460,
+			level: "Emergency", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 120, success: 120, latencyMs: 15, errorRate: 60, latencyWindowMs: 460,
+			level: "Emergency", partial: "null"},
+	})
+}
+
+// TestLawStepDownReadmitsFirst: once the overload ends, the law readmits
+// the band below through its fraction (to 0.95) before any step down, and
+// steps down one level a dwell; while the band is still shed in part, the
+// table rule's recovery waits.
+func TestLawStepDownReadmitsFirst(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null"},
+		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39"},
+		// 12 s: the dwell is over and the window is quiet, but 61% of the
+		// band is still shed at 3x: the level holds.
+		{at: 12 * time.Second, trigger: TriggerTick, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 30,
+			level: "Major", partial: "30 0.39"},
+		// The load falls to 0.5x: the band is readmitted first, as the
+		// offered load's average (2 s) comes down...
+		{at: 12500 * time.Millisecond, trigger: TriggerEvent, x: 0.5, secs: 0.5, admitted: 150, success: 150, latencyMs: 15,
+			level: "Major", partial: "30 0.66"},
+		{at: 13 * time.Second, trigger: TriggerTick, x: 0.5, secs: 0.5, admitted: 260, success: 260, latencyMs: 15,
+			level: "Major", partial: "30 0.95"},
+		// ... and only then does the level step down, one at a time.
+		{at: 14 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 390, success: 390, latencyMs: 15,
+			level: "Moderate", partial: "10 0.46", reason: "recovered"},
+		{at: 16 * time.Second, trigger: TriggerEvent, x: 0.5, secs: 1, admitted: 390, success: 390, latencyMs: 15,
+			level: "Moderate", partial: "10 0.95"},
+		{at: 20 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15,
+			level: "Moderate", partial: "10 0.95"},
+	})
+}

@@ -16,6 +16,8 @@ func FuzzBodies(f *testing.F) {
 		`{"success":950,"failure":50}`, `{"success":-1}`, `{"failure":1e9}`, `{"success":1.0}`,
 		`{"level":"Major","mode":"pin","ttl":"15m","reason":"INC-42"}`, `{"ttl":"-1s"}`, `[]`, `null`, `{"a":` + strings.Repeat("[", 1000),
 		`{"SUCCESS":1}`, `{"success":1,"success":2}`, `{"Level":"Major","ttl":"1m","reason":"x"}`, `{"reason":"a","reason":"b"}`,
+		`{"success":9,"admission":{"sequence":4,"admitted":9,"shed_partial":1,"shed_below":2,"seconds":1,"reporter":"9f3a","offered":{"10":3,"100":9}}}`,
+		`{"admission":{"seconds":0}}`, `{"admission":{"reporter":"XYZ"}}`, `{"admission":{"offered":{"-1":1}}}`, `{"admission":{"offered":{"1e3":1}}}`,
 	} {
 		f.Add("/v1/outcomes", s)
 		f.Add("/v1/override", s)

@@ -190,3 +190,28 @@ func TestLawStepDownReadmitsFirst(t *testing.T) {
 			level: "Moderate", partial: "10 0.95"},
 	})
 }
+
+// FuzzLawReports: whatever reports a replayed timeline holds (replay reads
+// them from files, unchecked by the API), the machine neither panics nor
+// publishes a fraction outside (0, 1).
+func FuzzLawReports(f *testing.F) {
+	f.Add(int64(800), int64(1600), int64(2400), 1.0, int64(120), int64(1200), uint8(8))
+	f.Add(int64(0), int64(0), int64(0), 1e-9, int64(-5), int64(1<<62), uint8(0))
+	f.Add(int64(-1), int64(1<<62), int64(-1<<62), 3600.0, int64(0), int64(1), uint8(13))
+	f.Fuzz(func(t *testing.T, success, failure, admitted int64, secs float64, top, low int64, bucket uint8) {
+		t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+		m := NewMachine(Config{Table: simTable(t), Rules: Rules{MinimumLevelDuration: time.Second, MaxOverrideTTL: time.Hour, MinThroughput: 1}}, t0)
+		m.Evaluate(Input{At: t0, Trigger: TriggerStart, Sample: Sample{}.Clone()})
+		lat := make([]int64, NumLatencyBuckets)
+		lat[int(bucket)%NumLatencyBuckets] = success + failure
+		for i := range 8 {
+			now := t0.Add(time.Duration(i+1) * 300 * time.Millisecond)
+			rep := Report{At: now, Success: success, Failure: failure, Latency: lat,
+				Admission: &Admission{Admitted: admitted, Seconds: secs, Reporter: "r", Offered: map[int]int64{100: top, 60: top, 40: low, 10: low}}}
+			m.Evaluate(Input{At: now, Trigger: []string{TriggerEvent, TriggerTick}[i%2], Sample: Sample{}.Clone(), Reports: []Report{rep}})
+			if p := m.Published().Partial; p != nil && !(p.Fraction > 0 && p.Fraction < 1) {
+				t.Fatalf("published fraction %v, want in (0, 1)", p.Fraction)
+			}
+		}
+	})
+}

@@ -72,3 +72,31 @@ func TestDecodeLineReadsWhatJSONReads(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeLine: whatever line the recorder's own scanner takes,
+// encoding/json takes too and reads alike; neither panics on any line.
+func FuzzDecodeLine(f *testing.F) {
+	for _, l := range incident() {
+		b, err := json.Marshal(l)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"v":1,"at":"2026-12-01T10:00:00.5+01:00","trigger":"tick","signals":{"cpu":{"value":-1.5e-7,"state":"available","avg60":null}},"published":"Ma\"jor \u00e9","partial":{"from":30,"fraction":0.25},"future":{"a":[1,{"b":null},true,false,"x\\y"]}}`))
+	f.Add([]byte(`{"v":1,"at":"2026-12-01T10:00:02Z","trigger":"tick","actor":"b\u006fb","reports":[{"success":1,"admission":{"offered":{"10":3}}}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d lineDecoder
+		d.names = map[string]levels.Signal{}
+		var fast, full levels.Line
+		if !d.decode(b, &fast) {
+			return
+		}
+		if err := json.Unmarshal(b, &full); err != nil {
+			t.Fatalf("decode took a line encoding/json refuses (%v): %q", err, b)
+		}
+		if diff := cmp.Diff(seenOf(full), seenOf(fast)); diff != "" {
+			t.Fatalf("%q\n(-encoding/json +decode):\n%s", b, diff)
+		}
+	})
+}

@@ -214,6 +214,9 @@ func (v *view) admit(p int) bool {
 	if p >= v.threshold {
 		return true
 	}
+	if p < v.from && !v.shadow {
+		return false // below the band: no draw, nothing to count
+	}
 	return v.admitBelow(p)
 }
 

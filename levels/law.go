@@ -295,7 +295,7 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 		return a, mv
 	}
 	band := l.admittedFrom(t.Level(mv.To).PriorityThreshold) - l.admittedFrom(t.Level(mv.From).PriorityThreshold)
-	atTop := band <= 0 || l.partial != nil && l.partial.Fraction >= fractionTop
+	atTop := band <= 0 || !l.known || l.partial != nil && l.partial.Fraction >= fractionTop
 	if !atTop || !l.fits(t, mv.To, 1-stepMargin) {
 		return hold()
 	}
@@ -325,10 +325,10 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 	if band <= 0 {
 		return nil
 	}
-	f := 1.0
-	if l.known {
-		f = (l.target*min(l.drain, 1) - l.admittedFrom(to)) / band
+	if !l.known {
+		return nil // no capacity measured: the table's level is exact
 	}
+	f := (l.target*min(l.drain, 1) - l.admittedFrom(to)) / band
 	l.readmit, l.band, l.floor = 0, band, l.admittedFrom(to)
 	switch {
 	case f < fractionLow:

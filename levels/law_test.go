@@ -114,15 +114,16 @@ func TestLawSaturationSizesTheStep(t *testing.T) {
 }
 
 // TestLawFailingDependency: 30% of requests fail at 15ms whatever the
-// load. The table's level stands (Severe for an error rate over 25%);
-// the law learns no capacity from failures and sheds no more than the
-// level's threshold does: the band below is admitted at the top.
+// load. The table's level stands (Severe for an error rate over 25%), and
+// exactly: the law learns no capacity from failures, and without one it
+// publishes no partial admission, so Severe sheds what the operator's
+// table says it sheds, no more and no less.
 func TestLawFailingDependency(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, []lawStep{
 		{at: time.Second, trigger: TriggerEvent, x: 0.5, secs: 1, admitted: 400, success: 280, failure: 120, latencyMs: 15, errorRate: 30,
-			level: "Severe", partial: "50 0.95", capacity: [2]float64{0, 0}},
+			level: "Severe", partial: "null", capacity: [2]float64{0, 0}},
 		{at: 2 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 220, success: 154, failure: 66, latencyMs: 15, errorRate: 30,
-			level: "Severe", partial: "50 0.95", capacity: [2]float64{0, 0}},
+			level: "Severe", partial: "null", capacity: [2]float64{0, 0}},
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,6 +168,66 @@ func TestServiceModelCapacityAndQueueWait(t *testing.T) {
 		// A request whose wait already ran out in a gate before it is not served.
 		if err := s.do(context.Background(), time.Now().Add(-time.Second)); !errors.Is(err, errQueueTimeout) {
 			t.Errorf("a request that arrived 1 s ago: %v, want errQueueTimeout", err)
+		}
+	})
+}
+
+func TestServiceModelKeepsCapacityWhenWorkersAreLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Every worker hands over 1 ms after its deadline, as a late timer
+		// or a descheduled goroutine would. Kept by deadline, the next
+		// request on it still starts on time, so the service completes
+		// 800/s, not the 727/s of 8 workers x 11 ms.
+		const late = time.Millisecond
+		sleep := sleepFor(10 * time.Millisecond)
+		s := newServiceModel(8, 400*time.Millisecond, func(start time.Time) time.Time {
+			end := sleep(start)
+			time.Sleep(late)
+			return end
+		})
+		offsets := evenly(2000, 500*time.Microsecond)
+		errs, took := serveAt(s, offsets)
+		doneBy := map[int]int{}
+		for i := range errs {
+			if errs[i] == nil {
+				doneBy[int((offsets[i]+took[i])/(100*time.Millisecond))]++
+			}
+		}
+		for w := 2; w <= 12; w++ {
+			if doneBy[w] < 79 || doneBy[w] > 81 {
+				t.Errorf("%d completions in [%d00, %d00) ms with workers 1 ms late, want 80 (800/s)", doneBy[w], w, w+1)
+			}
+		}
+	})
+}
+
+func TestServiceModelRepaysAStallByOneServiceTimeAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A worker that hands over 50 ms late (a stalled process) serves
+		// the next request at once, but not five of them: it catches up
+		// by one service time, then runs at its rate again.
+		sleep := sleepFor(10 * time.Millisecond)
+		stalled := false
+		s := newServiceModel(1, time.Second, func(start time.Time) time.Time {
+			end := sleep(start)
+			if !stalled {
+				stalled = true
+				time.Sleep(50 * time.Millisecond)
+			}
+			return end
+		})
+		errs, took := serveAt(s, make([]time.Duration, 4))
+		var ends []time.Duration
+		for i := range errs {
+			if errs[i] != nil {
+				t.Fatalf("request %d: %v", i, errs[i])
+			}
+			ends = append(ends, took[i])
+		}
+		slices.Sort(ends)
+		want := []time.Duration{60 * time.Millisecond, 60 * time.Millisecond, 70 * time.Millisecond, 80 * time.Millisecond}
+		if !slices.Equal(ends, want) {
+			t.Errorf("completions after a 50 ms stall at %v, want %v", ends, want)
 		}
 	})
 }
@@ -338,7 +399,7 @@ func TestParseLevelPoint(t *testing.T) {
 func TestGateAnswers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc := newServiceModel(2, 50*time.Millisecond, func() {})
+	svc := newServiceModel(2, 50*time.Millisecond, func(time.Time) time.Time { return time.Now() })
 	for name, g := range map[string]func(http.Handler) http.Handler{
 		"failsafe": failsafeGate(ctx, 50*time.Millisecond),
 		"aegis":    aegisGate(800),

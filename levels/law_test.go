@@ -150,6 +150,26 @@ func TestLawEdge(t *testing.T) {
 	})
 }
 
+// TestLawShortQuietSpansProbeSlowly: near its capacity a service often
+// answers a quarter second with no queue at all. Such a span, every
+// latency under a quarter of the threshold, grows the estimate only at
+// the creep's 2% a second (800 to 804), where a probe of 50% a second
+// would take it 10% past the capacity and a second of answers past the
+// SLO with it (measured at 3x). A whole quiet second probes fast, to what
+// the service completed plus 10% over the headroom: 760 x 1.1 / 0.95.
+func TestLawShortQuietSpansProbeSlowly(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
+		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39", capacity: [2]float64{800, 800}},
+		{at: 3250 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.25, admitted: 760, success: 760, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39", capacity: [2]float64{803, 805}},
+		{at: 4250 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.49", capacity: [2]float64{879, 881}},
+	})
+}
+
 // TestLawLevelsMode: admission.mode levels publishes no partial admission,
 // and the table's rule alone moves the level (the saturated latency asks
 // for Emergency, and gets it).

@@ -134,11 +134,7 @@ func TestLawFailingDependency(t *testing.T) {
 // measured. The fraction follows only when it moves the admitted load by
 // 2% of the target: 0.378 to 0.389 of a 720/s band is 8/s, under 15/s.
 func TestLawEdge(t *testing.T) {
-	runLawSteps(t, AdmissionGraduated, []lawStep{
-		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
-			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
-		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
-			level: "Major", partial: "30 0.39"},
+	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), []lawStep{
 		{at: 4 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 150, errorRate: 60, latencyWindowMs: 150,
 			level: "Major", partial: "30 0.36", capacity: [2]float64{776, 777}},
 		{at: 5 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 737, success: 737, latencyMs: 30, errorRate: 60, latencyWindowMs: 150,
@@ -147,7 +143,19 @@ func TestLawEdge(t *testing.T) {
 			level: "Major", partial: "30 0.38", capacity: [2]float64{800, 800}},
 		{at: 7 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 30, errorRate: 60, latencyWindowMs: 150,
 			level: "Major", partial: "30 0.38", capacity: [2]float64{800, 800}},
-	})
+	}...))
+}
+
+// measuredAt800 are the steps of a 3x overload measured saturated at
+// 800/s (Major), then drained, the band below admitted in part: (760 -
+// 480) / 720 of 30-49.
+func measuredAt800() []lawStep {
+	return []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
+		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39", capacity: [2]float64{800, 800}},
+	}
 }
 
 // TestLawShortQuietSpansProbeSlowly: near its capacity a service often
@@ -158,16 +166,12 @@ func TestLawEdge(t *testing.T) {
 // SLO with it (measured at 3x). A whole quiet second probes fast, to what
 // the service completed plus 10% over the headroom: 760 x 1.1 / 0.95.
 func TestLawShortQuietSpansProbeSlowly(t *testing.T) {
-	runLawSteps(t, AdmissionGraduated, []lawStep{
-		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
-			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
-		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
-			level: "Major", partial: "30 0.39", capacity: [2]float64{800, 800}},
+	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), []lawStep{
 		{at: 3250 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.25, admitted: 760, success: 760, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
 			level: "Major", partial: "30 0.39", capacity: [2]float64{803, 805}},
 		{at: 4250 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
 			level: "Major", partial: "30 0.49", capacity: [2]float64{879, 881}},
-	})
+	}...))
 }
 
 // TestLawLevelsMode: admission.mode levels publishes no partial admission,

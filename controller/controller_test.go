@@ -142,6 +142,16 @@ func (r *rig) run(t *testing.T) {
 	r.stop = runController(t, r.c)
 }
 
+// stopFirst stops r's controller before a test starts another on its
+// store: two controllers saving into one directory at once race on its
+// files, which the daemon's lock never allows.
+func stopFirst(t *testing.T, r *rig) {
+	t.Helper()
+	if err := r.stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopping the first controller: %v, want context.Canceled", err)
+	}
+}
+
 // runController runs c until the returned stop is called or the test
 // ends, and waits for its first health check. stop returns Run's error.
 func runController(t *testing.T, c *Controller) (stop func() error) {

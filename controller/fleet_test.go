@@ -187,6 +187,7 @@ func TestFleetOverrideSurvivesRestart(t *testing.T) {
 		if err := fleetSet(5, "Major", ModePin, 10*time.Minute)(r.c); err != nil {
 			t.Fatal(err)
 		}
+		stopFirst(t, r) // one daemon at a time holds a data_dir
 		again := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{v: 10}})
 		st := again.State()
 		if st.Level != "Major" || st.Source != "fleet" {
@@ -223,6 +224,7 @@ func TestRestoredFleetOverrideClamped(t *testing.T) {
 			TTL: 15 * time.Hour, Revision: 7}); err != nil {
 			t.Fatal(err)
 		}
+		stopFirst(t, r) // one daemon at a time holds a data_dir
 		again := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{v: 10}, Rules: levels.Rules{MaxOverrideTTL: time.Hour}})
 		f := again.FleetOverride()
 		if f == nil {

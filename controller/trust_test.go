@@ -163,6 +163,7 @@ func TestRestartMidIncident(t *testing.T) {
 		time.Sleep(time.Minute)
 
 		cpu, errs := &fakeSampler{v: -1}, &fakeErrors{}
+		stopFirst(t, r) // one daemon at a time holds a data_dir
 		again := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: cpu, Errors: errs, ErrorWindow: time.Minute, Rules: levels.Rules{MinimumLevelDuration: time.Second, Hysteresis: 0.1, BlindHold: 5 * time.Minute}})
 		if st := again.State(); st.Level != "Major" {
 			t.Fatalf("first check after restart (cpu warming): %s, want Major", st.Level)

@@ -91,6 +91,12 @@ type law struct {
 	// is the expected time, not the latency, that ends the drain.
 	drain      float64
 	drainUntil time.Time
+	// drainFrom and drainFor are the start of a drain not sized yet and
+	// the latency of the queue it drains (seconds): its length depends on
+	// what the level it happens at admits, which is known only once the
+	// level has moved (partialFor sizes it).
+	drainFrom time.Time
+	drainFor  float64
 	// decidedAt is when fresh evidence last updated them, and over what it
 	// said of the load.
 	decidedAt time.Time
@@ -211,23 +217,40 @@ func (l *law) reach(ev evidence) float64 {
 	return max(ev.success, l.readmit) * (1 + probeReach) / headroom
 }
 
-// startDrain sizes the drain of the queue a saturation left: a latency
+// startDrain starts the drain of the queue a saturation left: a latency
 // somewhat over its threshold is the noise of a busy queue, and the
 // capacity measurement handles it; one past twice the threshold is a
 // backlog, which drains faster the less is admitted (at most maxDrain
-// times less, and no less than the level's threshold admits). The queue
-// holds about latency x capacity requests and drains at the capacity not
-// admitted.
+// times less, and no less than the level's threshold admits). sizeDrain
+// sets its length once the level is known.
 func (l *law) startDrain(ev evidence, now time.Time) {
 	l.drain = 1 / min(max(ev.backlog/2, 1), maxDrain)
-	admitted := max(l.floor, l.drain*l.target)
-	if l.drain == 1 || admitted >= l.capacity {
-		l.drain = 1
+	if l.drain == 1 {
 		return
 	}
-	latency := ev.backlog * ev.threshold / 1000
-	secs := min(latency*l.capacity/(l.capacity-admitted), maxDrainFor.Seconds())
-	l.drainUntil = now.Add(time.Duration(secs * float64(time.Second)))
+	l.drainFrom, l.drainFor = now, ev.backlog*ev.threshold/1000
+	l.drainUntil = now.Add(maxDrainFor) // until sizeDrain knows the level
+}
+
+// sizeDrain sets the length of a drain just started, at a level whose
+// threshold admits floor: the queue holds about latency x capacity
+// requests and drains at the capacity not admitted. (Sized before the
+// level moved, a saturation that took the level from Normal to Moderate
+// was drained as if Normal's empty floor applied: 0.9 s where Moderate's
+// 76% needed 2 s, and the band readmitted into a queue still 200 ms
+// behind.)
+func (l *law) sizeDrain(floor float64) {
+	if l.drainFrom.IsZero() {
+		return
+	}
+	admitted := max(floor, l.drain*l.target)
+	if admitted >= l.capacity {
+		l.drain = 1
+	} else {
+		secs := min(l.drainFor*l.capacity/(l.capacity-admitted), maxDrainFor.Seconds())
+		l.drainUntil = l.drainFrom.Add(time.Duration(secs * float64(time.Second)))
+	}
+	l.drainFrom = time.Time{}
 }
 
 // maxDrainFor bounds a drain's length.
@@ -338,8 +361,9 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 	if !l.known {
 		return nil // no capacity measured: the table's level is exact
 	}
-	f := (l.target*min(l.drain, 1) - l.admittedFrom(to)) / band
 	l.readmit, l.band, l.floor = 0, band, l.admittedFrom(to)
+	l.sizeDrain(l.floor)
+	f := (l.target*min(l.drain, 1) - l.floor) / band
 	switch {
 	case f < fractionLow:
 		l.readmit = l.admittedFrom(to) + band*(fractionLow+fractionStep)

@@ -174,6 +174,24 @@ func TestLawShortQuietSpansProbeSlowly(t *testing.T) {
 	}...))
 }
 
+// TestLawDrainLastsAsLongAsTheLevelsFloorNeeds: a 1.6x rise, measured
+// saturated with the queue 470 ms behind, takes the level from Normal to
+// Moderate, whose threshold alone admits 640/s of the 800. The queue
+// (470 ms x 800/s) drains at the 160/s left: 2.35 s, with the band below
+// shed whole. Sized by what Normal admits (nothing), it was 0.9 s, and
+// the band came back into a queue still 300 ms behind.
+func TestLawDrainLastsAsLongAsTheLevelsFloorNeeds(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 0.6, secs: 1, admitted: 480, success: 480, latencyMs: 15, level: "Normal", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 1280, success: 800, latencyMs: 470, latencyWindowMs: 470,
+			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
+		{at: 3500 * time.Millisecond, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 800, latencyMs: 300, latencyWindowMs: 470,
+			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
+		{at: 5 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 640, latencyMs: 15, latencyWindowMs: 470,
+			level: "Moderate", partial: "10 0.19"},
+	})
+}
+
 // TestLawLevelsMode: admission.mode levels publishes no partial admission,
 // and the table's rule alone moves the level (the saturated latency asks
 // for Emergency, and gets it).

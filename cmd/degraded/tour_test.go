@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,10 +68,14 @@ func TestReadmeTour(t *testing.T) {
 	cmd := exec.Command(binary, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
 	cmd.Dir = dir
 	d := startCmd(t, cmd)
+	before := d.level(t, "")
 	if resp, body := d.request(t, "POST", "/v1/outcomes", "", tour.report); resp.StatusCode != 202 {
 		t.Fatalf("the tour's report: %d %s", resp.StatusCode, body)
 	}
-	if doc := d.level(t, ""); doc.Level != "Moderate" || doc.Reason != tour.reason {
+	// The 202 comes before the controller has evaluated the report: the
+	// next state document is the report's, long-polled for as a client
+	// would, well within the tour's 1 s health check.
+	if doc := d.level(t, fmt.Sprintf("?wait=900ms&after=%d", before.Sequence)); doc.Level != "Moderate" || doc.Reason != tour.reason {
 		t.Errorf("right after the report the level is %s (%q); the README says Moderate (%q) at once", doc.Level, doc.Reason, tour.reason)
 	}
 	for q, want := range tour.admit {

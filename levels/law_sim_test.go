@@ -460,7 +460,7 @@ func TestLawSimulation(t *testing.T) {
 			{"spike", spike, 20 * time.Second, true, true},
 			{"0.8x after", simMix(0.8), 15 * time.Second, false, false},
 		}, 0.9},
-		{"square wave", square, 0.85},
+		{"square wave", square, 0.87},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			results := make([]simResult, len(sc.phases))

@@ -124,6 +124,14 @@ func TestJudgeOverload(t *testing.T) {
 	}
 }
 
+func TestPercentAgainstNeverReadsAsTheTarget(t *testing.T) {
+	for v, want := range map[float64]string{89.96: "89.9%", 89.5: "89.5%", 89.4: "89%", 90: "90%", 90.4: "90%", 61.2: "61%"} {
+		if got := percentAgainst(v, 90); got != want {
+			t.Errorf("percentAgainst(%v, 90) = %q, want %q", v, got, want)
+		}
+	}
+}
+
 func TestWriteOverloadReport(t *testing.T) {
 	dir := t.TempDir()
 	r := report{overload: syntheticOverload(), imgDir: filepath.Join(dir, "img")}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/degraded/degraded/levels"
 )
@@ -16,7 +17,9 @@ import (
 // override and fleet lines (a few a day, with a config, a request or a
 // fleet update) and any line the scanner cannot read are parsed in full by
 // encoding/json. The fields a Series does not use (the window, the
-// reports) are skipped.
+// reports) are skipped: checked for JSON syntax, not for their types, so
+// a line whose window is a string still draws (encoding/json, and replay,
+// would count it damaged).
 //
 // A lineDecoder is one parse worker's: not safe for concurrent use.
 type lineDecoder struct {
@@ -74,10 +77,31 @@ func (d *lineDecoder) scan(b []byte, l *levels.Line) bool {
 		case "fleet_override":
 			return w.decode(&l.FleetOverride)
 		}
+		if folds(key, lineKeys) {
+			return false // encoding/json matches a key whatever its case: let it read the line
+		}
 		return w.skip()
 	})
 	w.space()
 	return ok && w.i == len(b)
+}
+
+// lineKeys and signalKeys are the keys scan reads, at the top level and
+// in a signal.
+var (
+	lineKeys   = []string{"v", "at", "trigger", "published", "recommended", "source", "config_digest", "actor", "signals", "partial", "override", "fleet_override"}
+	signalKeys = []string{"value", "state", "avg60"}
+)
+
+// folds reports whether key is one of keys but for case, as encoding/json
+// matches a field's name.
+func folds(key []byte, keys []string) bool {
+	for _, k := range keys {
+		if bytes.EqualFold(key, []byte(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // walker scans one JSON value after another in b.
@@ -115,7 +139,7 @@ func (w *walker) object(fn func(key []byte) bool) bool {
 	for {
 		key, esc, ok := w.str()
 		if !ok || esc || w.peek() != ':' {
-			return false
+			return false // an escaped or ill-formed key: encoding/json reads it
 		}
 		w.i++
 		if !fn(key) {
@@ -133,24 +157,61 @@ func (w *walker) object(fn func(key []byte) bool) bool {
 	}
 }
 
-// str reads a string: its raw bytes between the quotes, and whether it
-// holds an escape.
+// str reads a string: its raw bytes between the quotes, and whether they
+// are not the string itself (an escape, or bytes that are not UTF-8, which
+// encoding/json reads as U+FFFD). It refuses what encoding/json refuses in
+// a string: a control character (below 0x20) and an escape JSON does not
+// have.
 func (w *walker) str() (raw []byte, esc, ok bool) {
 	if w.peek() != '"' {
 		return nil, false, false
 	}
 	start := w.i + 1
+	high := false
 	for j := start; j < len(w.b); j++ {
-		switch w.b[j] {
-		case '\\':
-			esc = true
-			j++
-		case '"':
+		switch c := w.b[j]; {
+		case c == '"':
 			w.i = j + 1
-			return w.b[start:j], esc, true
+			raw = w.b[start:j]
+			return raw, esc || high && !utf8.Valid(raw), true
+		case c == '\\':
+			n := escapeLen(w.b[j+1:])
+			if n == 0 {
+				return nil, false, false
+			}
+			esc = true
+			j += n
+		case c < 0x20:
+			return nil, false, false
+		case c >= 0x80:
+			high = true
 		}
 	}
 	return nil, false, false
+}
+
+// escapeLen is the length of the escape after a backslash at the start
+// of b: 1 for \" \\ \/ \b \f \n \r \t, 5 for \u and four hex digits, 0
+// for anything else.
+func escapeLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 1
+	case 'u':
+		if len(b) < 5 {
+			return 0
+		}
+		for _, c := range b[1:5] {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return 0
+			}
+		}
+		return 5
+	}
+	return 0
 }
 
 // text reads a string value, unescaped.
@@ -183,8 +244,51 @@ func (w *walker) number() (float64, bool) {
 			break
 		}
 	}
+	if !jsonNumber(w.b[start:w.i]) {
+		return 0, false
+	}
 	f, err := strconv.ParseFloat(string(w.b[start:w.i]), 64)
-	return f, err == nil && w.i > start
+	return f, err == nil
+}
+
+// jsonNumber reports whether b is a number as JSON writes one:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (strconv takes more: 00,
+// +1, .5, 1.).
+func jsonNumber(b []byte) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 // literal reads true, false or null.
@@ -252,13 +356,16 @@ func (w *walker) decode(v any) bool {
 // signals reads the "signals" object: each signal's value, state and
 // avg60.
 func (w *walker) signals(l *levels.Line) bool {
-	l.Signals = make(map[levels.Signal]levels.LineSignal, 8)
+	if l.Signals == nil { // a second "signals" adds to the first, as in encoding/json
+		l.Signals = make(map[levels.Signal]levels.LineSignal, 8)
+	}
 	return w.object(func(name []byte) bool {
 		var ls levels.LineSignal
 		ok := w.object(func(key []byte) bool {
 			switch string(key) {
 			case "value":
 				if w.peek() == 'n' {
+					ls.Value = nil // a later null wins, as in encoding/json
 					return w.literal()
 				}
 				f, ok := w.number()
@@ -268,11 +375,15 @@ func (w *walker) signals(l *levels.Line) bool {
 				return w.textTo(&ls.State)
 			case "avg60":
 				if w.peek() == 'n' {
+					ls.Avg60 = nil
 					return w.literal()
 				}
 				f, ok := w.number()
 				ls.Avg60 = &f
 				return ok
+			}
+			if folds(key, signalKeys) {
+				return false
 			}
 			return w.skip()
 		})

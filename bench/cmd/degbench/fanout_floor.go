@@ -133,8 +133,7 @@ func floorCmd(args []string) error {
 
 // floorProcess is the parent's handle on a `degbench floor`.
 type floorProcess struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
+	child
 	url string
 }
 
@@ -143,21 +142,12 @@ func startFloor() (*floorProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "floor")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	c, err := startChild(exec.Command(self, "floor"))
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &floorProcess{cmd: cmd, in: in}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	p := &floorProcess{child: c}
+	line, err := p.out.ReadString('\n')
 	u, ok := strings.CutPrefix(strings.TrimSpace(line), "floor listening on ")
 	if err != nil || !ok {
 		p.stop()
@@ -165,18 +155,6 @@ func startFloor() (*floorProcess, error) {
 	}
 	p.url = u
 	return p, nil
-}
-
-func (p *floorProcess) stop() {
-	p.in.Close()
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
 }
 
 // publish asks the floor to write event id with payload to every

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +19,7 @@ import (
 
 // serviceProcess is a running `degbench overload-service`.
 type serviceProcess struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
+	child
 	url string
 }
 
@@ -34,31 +32,22 @@ func startService(self string, args []string, cpus, cgroupDir string) (*serviceP
 	if cpus != "" {
 		argv = append([]string{"taskset", "-c", cpus}, argv...)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	c, err := startChild(exec.Command(argv[0], argv[1:]...))
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the service: %w", err)
 	}
-	p := &serviceProcess{cmd: cmd, in: in}
+	p := &serviceProcess{child: c}
 	if cgroupDir != "" {
-		if err := os.WriteFile(filepath.Join(cgroupDir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(cgroupDir, "cgroup.procs"), []byte(strconv.Itoa(p.cmd.Process.Pid)), 0o644); err != nil {
 			p.stop()
 			return nil, fmt.Errorf("move the service into %s: %w", cgroupDir, err)
 		}
 	}
 	lines := make(chan string, 1)
 	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
+		line, _ := p.out.ReadString('\n')
 		lines <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, out)
+		_, _ = io.Copy(io.Discard, p.out)
 	}()
 	select {
 	case line := <-lines:
@@ -72,19 +61,6 @@ func startService(self string, args []string, cpus, cgroupDir string) (*serviceP
 	case <-time.After(30 * time.Second):
 		p.stop()
 		return nil, errors.New("the service did not start within 30s")
-	}
-}
-
-// stop closes the service's stdin (it ends) and waits, killing it after 10s.
-func (p *serviceProcess) stop() {
-	p.in.Close()
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
 	}
 }
 

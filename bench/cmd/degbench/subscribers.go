@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"io"
 	"net/netip"
 	"net/url"
 	"os"
@@ -152,31 +151,18 @@ func subscribersCmd(args []string) error {
 }
 
 // subscriberProcess is the parent's handle on a `degbench subscribers`.
-type subscriberProcess struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
+type subscriberProcess struct{ child }
 
 func startSubscribers(kind, target string, n int) (*subscriberProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "subscribers", "-kind", kind, "-target", target, "-n", strconv.Itoa(n))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	c, err := startChild(exec.Command(self, "subscribers", "-kind", kind, "-target", target, "-n", strconv.Itoa(n)))
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &subscriberProcess{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	p := &subscriberProcess{c}
 	if line, err := p.line(); err != nil || line != "ready" {
 		p.stop()
 		return nil, fmt.Errorf("%s subscribers did not connect (%q, %v)", kind, line, err)
@@ -217,16 +203,4 @@ func (p *subscriberProcess) result(key uint64, t0 int64) (changeStats, error) {
 	}
 	ms := func(at int64) float64 { return float64(at-t0) / 1e6 }
 	return changeStats{FirstMs: ms(first), MedianMs: ms(med), LastMs: ms(last)}, nil
-}
-
-func (p *subscriberProcess) stop() {
-	p.in.Close()
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
 }

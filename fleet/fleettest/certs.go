@@ -1,6 +1,3 @@
-// Package fleettest makes what tests of fleet mode need beside etcd
-// itself: a certificate authority and the certificates a TLS etcd and its
-// clients use. It is for tests only; nothing in the daemon imports it.
 package fleettest
 
 import (

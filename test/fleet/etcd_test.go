@@ -2,8 +2,6 @@ package fleet_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -321,40 +319,3 @@ func (p *proxy) cut() {
 }
 
 func (p *proxy) endpoint() string { return "http://" + p.addr }
-
-// cutter is a member's dialer that can cut it off from etcd as a crash or
-// a partition would: every connection it made is closed and new ones are
-// refused.
-type cutter struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	off   bool
-}
-
-func (c *cutter) dial(ctx context.Context, addr string) (net.Conn, error) {
-	c.mu.Lock()
-	off := c.off
-	c.mu.Unlock()
-	if off {
-		return nil, errors.New("cut off by the test")
-	}
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.conns = append(c.conns, conn)
-	c.mu.Unlock()
-	return conn, nil
-}
-
-// cut closes every connection and refuses new ones.
-func (c *cutter) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off = true
-	for _, conn := range c.conns {
-		conn.Close()
-	}
-	c.conns = nil
-}

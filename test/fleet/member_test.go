@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/fleet"
+	"github.com/degraded/degraded/fleet/fleettest"
 )
 
 // member starts a fleet member on endpoint (tick 100ms, instance_ttl 2s,
@@ -93,5 +94,7 @@ func connected(t *testing.T, fs ...*fleet.Fleet) {
 	}
 }
 
-// withDial gives a member the cutter's dialer.
-func (c *cutter) withDial(o *fleet.Options) { o.Dial = c.dial }
+// withDial gives a member the Cutter's dialer.
+func withDial(c *fleettest.Cutter) func(*fleet.Options) {
+	return func(o *fleet.Options) { o.Dial = c.Dial }
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/fleet"
+	"github.com/degraded/degraded/fleet/fleettest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -122,20 +123,21 @@ func TestANewAggregatorTakesOver(t *testing.T) {
 	t.Parallel()
 	etcd := startEtcd(t)
 	type m struct {
-		f   *fleet.Fleet
-		log *logBuffer
-		cut *cutter
+		f    *fleet.Fleet
+		log  *logBuffer
+		cut  *fleettest.Cutter
+		down bool // cut off by the test
 	}
 	var ms []m
 	for _, name := range []string{"a", "b", "c"} {
-		c := &cutter{}
-		f, log := logged(t, etcd.endpoint(), name, c.withDial)
+		c := &fleettest.Cutter{}
+		f, log := logged(t, etcd.endpoint(), name, withDial(c))
 		reporting(t, f, fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: 10})
-		ms = append(ms, m{f, log, c})
+		ms = append(ms, m{f: f, log: log, cut: c})
 	}
 	leader := func() int {
 		for i, x := range ms {
-			if x.f.Aggregating() > 0 && !x.cut.off {
+			if x.f.Aggregating() > 0 && !x.down {
 				return i
 			}
 		}
@@ -154,7 +156,8 @@ func TestANewAggregatorTakesOver(t *testing.T) {
 	})
 	old := leader()
 	term := ms[old].f.Aggregating()
-	ms[old].cut.cut()
+	ms[old].cut.Cut()
+	ms[old].down = true
 	start := time.Now()
 	other := ms[(old+1)%3]
 	eventually(t, 4*time.Second, "another member publishes an aggregate of a higher term within 2 x instance_ttl", func() bool {

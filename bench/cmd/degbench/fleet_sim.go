@@ -8,12 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/degraded/degraded/fleet"
+	"github.com/degraded/degraded/fleet/fleettest"
 )
 
 // simFleet is a fleet of members of the real fleet package in this
@@ -34,7 +34,7 @@ type simFleet struct {
 // simMember is one member, and what cuts it off from etcd.
 type simMember struct {
 	f      *fleet.Fleet
-	cut    *cutDialer
+	cut    *fleettest.Cutter
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -57,9 +57,9 @@ func newSimFleet(ctx context.Context, endpoint string, tick, ttl time.Duration) 
 // rolling start would.
 func (s *simFleet) start(n int) error {
 	for i := range n {
-		cut := &cutDialer{}
+		cut := &fleettest.Cutter{}
 		f, err := fleet.New(fleet.Options{Endpoints: []string{s.endpoint}, Name: "scale", Instance: fmt.Sprintf("m%05d", i),
-			InstanceTTL: s.ttl, Tick: s.tick, DialTimeout: 5 * time.Second, Dial: cut.dial, Logger: s.log})
+			InstanceTTL: s.ttl, Tick: s.tick, DialTimeout: 5 * time.Second, Dial: cut.Dial, Logger: s.log})
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func (s *simFleet) failover(within time.Duration) (oldTerm, newTerm int64, secs 
 		watcher = s.members[1]
 	}
 	start := time.Now()
-	agg.cut.cut()
+	agg.cut.Cut()
 	agg.cancel()
 	for time.Since(start) < within {
 		if a := watcher.f.Aggregate(time.Now()); a != nil && a.Term > oldTerm {
@@ -208,43 +208,4 @@ func (s *simFleet) stop() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-}
-
-// cutDialer dials etcd until cut: then it closes what it dialed and
-// refuses new connections, as a crashed process's connections end.
-type cutDialer struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	off   bool
-}
-
-func (c *cutDialer) dial(ctx context.Context, addr string) (net.Conn, error) {
-	c.mu.Lock()
-	off := c.off
-	c.mu.Unlock()
-	if off {
-		return nil, errors.New("cut off")
-	}
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.off {
-		conn.Close()
-		return nil, errors.New("cut off")
-	}
-	c.conns = append(c.conns, conn)
-	return conn, nil
-}
-
-func (c *cutDialer) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off = true
-	for _, conn := range c.conns {
-		conn.Close()
-	}
-	c.conns = nil
 }

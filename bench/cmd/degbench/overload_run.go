@@ -327,14 +327,16 @@ const latencyLevels = `levels:
 `
 
 // cpuLevels is the table for the CPU-bound variant: the default table's
-// priority, error-rate and CPU thresholds. The CPU signal is the service's
-// cgroup's use of its one core, so the default percents mean what they say.
+// priority, error-rate and CPU thresholds, and the latency scenarios'
+// latency thresholds (an operator's table has both). The CPU signal is the
+// service's cgroup's use of its one core, so the default percents mean
+// what they say.
 const cpuLevels = `levels:
-  - {name: Minor, priority_threshold: 10, error_rate_percent: 1, cpu_percent: 60}
-  - {name: Moderate, priority_threshold: 30, error_rate_percent: 5, cpu_percent: 70}
-  - {name: Major, priority_threshold: 50, error_rate_percent: 10, cpu_percent: 80}
-  - {name: Severe, priority_threshold: 70, error_rate_percent: 25, cpu_percent: 90}
-  - {name: Emergency, priority_threshold: 100, error_rate_percent: 50, cpu_percent: 95}
+  - {name: Minor, priority_threshold: 10, error_rate_percent: 1, cpu_percent: 60, latency_ms: 100}
+  - {name: Moderate, priority_threshold: 30, error_rate_percent: 5, cpu_percent: 70, latency_ms: 200}
+  - {name: Major, priority_threshold: 50, error_rate_percent: 10, cpu_percent: 80, latency_ms: 300}
+  - {name: Severe, priority_threshold: 70, error_rate_percent: 25, cpu_percent: 90, latency_ms: 400}
+  - {name: Emergency, priority_threshold: 100, error_rate_percent: 50, cpu_percent: 95, latency_ms: 450}
 `
 
 // hostCPULevels is the CPU-bound table when no cgroup could be made: the
@@ -342,11 +344,11 @@ const cpuLevels = `levels:
 // default percents is half of them on a 2-core machine (the other core's
 // load, the generator's and the daemon's, adds to it).
 const hostCPULevels = `levels:
-  - {name: Minor, priority_threshold: 10, error_rate_percent: 1, cpu_percent: 30}
-  - {name: Moderate, priority_threshold: 30, error_rate_percent: 5, cpu_percent: 35}
-  - {name: Major, priority_threshold: 50, error_rate_percent: 10, cpu_percent: 40}
-  - {name: Severe, priority_threshold: 70, error_rate_percent: 25, cpu_percent: 45}
-  - {name: Emergency, priority_threshold: 100, error_rate_percent: 50, cpu_percent: 47.5}
+  - {name: Minor, priority_threshold: 10, error_rate_percent: 1, cpu_percent: 30, latency_ms: 100}
+  - {name: Moderate, priority_threshold: 30, error_rate_percent: 5, cpu_percent: 35, latency_ms: 200}
+  - {name: Major, priority_threshold: 50, error_rate_percent: 10, cpu_percent: 40, latency_ms: 300}
+  - {name: Severe, priority_threshold: 70, error_rate_percent: 25, cpu_percent: 45, latency_ms: 400}
+  - {name: Emergency, priority_threshold: 100, error_rate_percent: 50, cpu_percent: 47.5, latency_ms: 450}
 `
 
 // daemonBase is what every overload daemon shares.

@@ -55,7 +55,8 @@ func (r *report) writeOverload(b *strings.Builder) {
 		if strings.HasPrefix(o.CPUSignal, "cgroup") {
 			p("The service runs in a cgroup v2 of its own (%s) and the daemon reads CPU\n", strings.TrimPrefix(o.CPUSignal, "cgroup "))
 			p("from it (`source: cgroup`): pinned to one core, the daemon counts one CPU, so the default\n")
-			p("table's CPU percents are percents of the service's core:\n\n")
+			p("table's CPU percents are percents of the service's core (with the latency scenarios' latency\n")
+			p("thresholds beside them):\n\n")
 		} else {
 			p("No cgroup could be made, so the daemon reads the host's CPU (`source: host`): the mean of\n")
 			p("the cores, so the thresholds are the default table's halved (the service's core is half the\n")
@@ -65,7 +66,12 @@ func (r *report) writeOverload(b *strings.Builder) {
 	}
 	p("Per class and phase: offered, answered 200 (ok), shed (503 from the gate), failed (500, no answer,\n")
 	p("or the in-flight cap), the p50/p99 latency of successes; **goodput** is successes within %d× the\n", sloFactor)
-	p("service time (%.0f ms) per second against min(offered, capacity). Every phase is counted from\n", sloFactor*o.ServiceMs)
+	if o.CPUDaemonConfig != "" {
+		p("service time (%.0f ms; in the CPU-bound variant %d workers × %.1f ms, so %.0f ms) per second\n", sloFactor*o.ServiceMs, o.CPUWorkers, o.BurnMs, sloFactor*float64(o.CPUWorkers)*o.BurnMs)
+		p("against min(offered, capacity). Every phase is counted from\n")
+	} else {
+		p("service time (%.0f ms) per second against min(offered, capacity). Every phase is counted from\n", sloFactor*o.ServiceMs)
+	}
 	p("%.0f s after its start. **Settled** is when, from the phase's start, the admitted rate (each class's\n", judgeAfter.Seconds())
 	p("nominal rate × the share of its arrivals the gate admitted, per second) stays within 10%% of its\n")
 	p("final value (the mean of the phase's last quarter) for the rest of the phase. An **inversion** is a\n")

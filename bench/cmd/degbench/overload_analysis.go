@@ -166,6 +166,24 @@ func maxLevel(points []levelPoint, from, to float64) int {
 	return m
 }
 
+// recoveryOnly says every level change in [from, to) is a recovery step
+// as DESIGN's rule has it: one level down, at least dwell seconds after
+// the level change before it (which may be before from).
+func recoveryOnly(points []levelPoint, from, to, dwell float64) bool {
+	last := math.Inf(-1)
+	for i := 1; i < len(points); i++ {
+		p, prev := points[i], points[i-1]
+		if p.Index == prev.Index || p.At >= to {
+			continue
+		}
+		if p.At >= from && (p.Index != prev.Index-1 || p.At-last < dwell) {
+			return false
+		}
+		last = p.At
+	}
+	return true
+}
+
 // atMostOnePerMinute says no two of the sorted times are less than a
 // minute apart: at most one change in any minute.
 func atMostOnePerMinute(times []float64) bool {

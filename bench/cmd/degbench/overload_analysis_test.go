@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -143,6 +145,38 @@ func TestFitLevel(t *testing.T) {
 	} {
 		if got := fitLevel(latencyTable, c.rates, 800); got != c.want {
 			t.Errorf("%s: fitLevel = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestRecoveryOnly: the under-load settling check passes a level that
+// comes down one level a dwell, and nothing else.
+func TestRecoveryOnly(t *testing.T) {
+	if !strings.Contains(daemonBase, fmt.Sprintf("minimum_level_duration: %ds", dwellSeconds)) {
+		t.Fatalf("daemonBase's dwell is not dwellSeconds (%d s):\n%s", dwellSeconds, daemonBase)
+	}
+	pts := func(at ...float64) []levelPoint {
+		// at holds (time, index) pairs.
+		var out []levelPoint
+		for i := 0; i < len(at); i += 2 {
+			out = append(out, levelPoint{At: at[i], Index: int(at[i+1])})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name   string
+		points []levelPoint
+		want   bool
+	}{
+		{"two steps a dwell apart", pts(0, 2, 12, 1, 22.5, 0), true},
+		{"the first a dwell after a change before the phase", pts(0, 0, 5, 2, 15, 1, 25, 0), true},
+		{"a partial change between them is not a level change", pts(0, 2, 12, 1, 15, 1, 22.5, 0), true},
+		{"two levels at once", pts(0, 2, 12, 0), false},
+		{"a step up", pts(0, 1, 12, 2), false},
+		{"inside the dwell", pts(0, 2, 12, 1, 18, 0), false},
+	} {
+		if got := recoveryOnly(c.points, 10, 40, dwellSeconds); got != c.want {
+			t.Errorf("%s: recoveryOnly = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -351,6 +351,9 @@ const hostCPULevels = `levels:
   - {name: Emergency, priority_threshold: 100, error_rate_percent: 50, cpu_percent: 47.5, latency_ms: 450}
 `
 
+// dwellSeconds is the daemons' minimum_level_duration (daemonBase).
+const dwellSeconds = 10
+
 // daemonBase is what every overload daemon shares.
 const daemonBase = `health_check_interval: 1s
 minimum_level_duration: 10s

@@ -132,6 +132,50 @@ func TestNewSequenceReportsAtOnce(t *testing.T) {
 	}
 }
 
+// TestSurgeEndsTheIntervalEarly: an interval offered 1.5 times the rate
+// of the last one, and at least 20 requests, is reported once it is
+// 500 ms old, not when the report interval ends; the next report follows
+// a whole interval later. A steady load keeps the cadence.
+func TestSurgeEndsTheIntervalEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDaemon(t)
+		d.override("Major")
+		d.start()
+		c := d.newClient(WithReportInterval(time.Second))
+		running(t, c)
+		synctest.Wait()
+		start := time.Now()
+		steady := func(n int) { // 20 a second, off the reporter's ticks
+			for range n {
+				c.Admit(60).Done(true)
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+		steady(40)
+		synctest.Wait()
+		got := d.received()
+		if len(got) != 2 || got[0].Seconds != 1 || got[1].Seconds != 1 || got[1].Offered["60"] != 20 {
+			t.Fatalf("steady load: reports %+v, want two of 1 s, 20 requests each", got)
+		}
+		steady(6)
+		for range 100 {
+			c.Admit(60).Done(true)
+		}
+		time.Sleep(275 * time.Millisecond)
+		synctest.Wait()
+		got = d.received()
+		if len(got) != 3 || !got[2].at.Equal(start.Add(2500*time.Millisecond)) || got[2].Seconds != 0.5 || got[2].Offered["60"] != 106 {
+			t.Fatalf("after a surge: reports %+v, want a third at 2.5 s covering 0.5 s and 106 requests", got)
+		}
+		steady(20)
+		synctest.Wait()
+		if got = d.received(); len(got) != 4 || !got[3].at.Equal(start.Add(3500*time.Millisecond)) {
+			t.Fatalf("reports %+v, want the next a report interval after the surge's", got)
+		}
+	})
+}
+
 // TestNoAdmissionToAnOlderDaemon: a daemon whose state lacks the key
 // "partial" predates the admission report and refuses the field; the
 // client never sends it, its outcomes are accepted, and a new sequence

@@ -139,12 +139,15 @@ type Client struct {
 	// daemon that takes "admission"; ended holds the tallies of intervals
 	// ended by a new sequence, not yet taken by a flush (guarded by mu);
 	// newSequence wakes the reporter to send them at once; pendingAdm are
-	// reports taken but not yet accepted (owned by the flusher).
+	// reports taken but not yet accepted (owned by the flusher); lastRate
+	// is the offered load per second of the last interval of surgeAfter or
+	// more (owned by the flusher).
 	reporter     string
 	partialKnown atomic.Bool
 	ended        []*tally
 	newSequence  chan struct{}
 	pendingAdm   []*admissionReport
+	lastRate     float64
 }
 
 // New returns a client of the daemon at baseURL (e.g.

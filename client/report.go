@@ -210,8 +210,22 @@ func (c *Client) takeAdmission(now time.Time) {
 				c.pendingAdm = c.pendingAdm[1:] // the daemon is unreachable: keep the latest evidence
 			}
 			c.pendingAdm = append(c.pendingAdm, r)
+			c.noteRate(r)
 		}
 	}
+}
+
+// noteRate keeps the offered load of an interval long enough to be read
+// as a rate, for surged. Owned by the flusher.
+func (c *Client) noteRate(r *admissionReport) {
+	if r.Seconds < surgeAfter.Seconds() {
+		return
+	}
+	var n int64
+	for _, v := range r.Offered {
+		n += v
+	}
+	c.lastRate = float64(n) / r.Seconds
 }
 
 // fitLatency lowers the latency counts, the fastest buckets first, until

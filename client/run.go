@@ -65,19 +65,58 @@ func (c *Client) Run(ctx context.Context) error {
 // state: the daemon gets evidence after each change quickly.
 const firstReportAfter = 250 * time.Millisecond
 
-// reportLoop flushes every report interval. When a state with a new
-// sequence arrives at a daemon that takes the admission report, it
-// flushes at once (the interval judged against the old sequence has
-// ended) and the next time after min(report interval, 250ms).
+// A surge of offered load ends the report interval early: once an
+// interval is surgeAfter old (the daemon reads an interval that long as
+// the rate), and at least surgeMin requests were offered in it at
+// surgeFactor times the rate of the last such interval, the client
+// reports at once rather than waiting out its interval. A step of the load
+// then reaches the daemon's law within about surgeAfter, not up to a whole
+// interval later while the service's queue grows (measured in the law's
+// simulation: the square wave's second 1.6x half 87.7% to 90.9% of the
+// capacity). surgeEvery is how often the reporter looks.
+const (
+	surgeAfter  = 500 * time.Millisecond
+	surgeFactor = 1.5
+	surgeMin    = 20
+	surgeEvery  = 100 * time.Millisecond
+)
+
+// surged says the current interval's offered load is a surge (above).
+// Owned by the flusher.
+func (c *Client) surged(now time.Time) bool {
+	t := c.view.Load().tally
+	el := now.Sub(t.start)
+	if el < surgeAfter || c.lastRate <= 0 {
+		return false
+	}
+	n := t.decisions()
+	return n >= surgeMin && float64(n)/el.Seconds() >= surgeFactor*c.lastRate
+}
+
+// reportLoop flushes every report interval, and early on a surge of
+// offered load. When a state with a new sequence arrives at a daemon that
+// takes the admission report, it flushes at once (the interval judged
+// against the old sequence has ended) and the next time after min(report
+// interval, 250ms).
 func (c *Client) reportLoop(ctx context.Context) {
 	t := time.NewTimer(c.reportEvery)
 	defer t.Stop()
+	var watch <-chan time.Time
+	if c.reportEvery > surgeAfter+surgeEvery {
+		w := time.NewTicker(surgeEvery)
+		defer w.Stop()
+		watch = w.C
+	}
 	for {
 		next := c.reportEvery
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case now := <-watch:
+			if !c.partialKnown.Load() || !c.surged(now) {
+				continue
+			}
 		case <-c.newSequence:
 			if !c.partialKnown.Load() {
 				continue // a daemon without the admission report: keep the cadence

@@ -105,6 +105,21 @@ func (t *tally) overflow(k uint32, d decision) {
 	}
 }
 
+// decisions is how many decisions the tally has counted so far.
+func (t *tally) decisions() int64 {
+	var n int64
+	for i := range t.slots {
+		s := &t.slots[i]
+		if s.key.Load() == 0 {
+			continue
+		}
+		for d := range numDecisions {
+			n += s.n[d].Load()
+		}
+	}
+	return n
+}
+
 // admissionReport is an outcome report's "admission" object: one
 // interval's decisions.
 type admissionReport struct {

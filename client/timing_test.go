@@ -38,7 +38,8 @@ func TestTimingAdaptsToTheRate(t *testing.T) {
 
 // Under heavy traffic the middleware times a sample of the requests, at
 // least timedPerSecond a second, and still counts every outcome; at a
-// modest rate it times every request.
+// modest rate it times every request. The rate is learnt from a report:
+// a surge of load is reported half a second in, so from then on.
 func TestMiddlewareSamplesLatencyOnlyUnderHeavyTraffic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := newDaemon(t)
@@ -50,29 +51,38 @@ func TestMiddlewareSamplesLatencyOnlyUnderHeavyTraffic(t *testing.T) {
 		synctest.Wait()
 		h := Middleware(c, PriorityFromHeader("X-Priority", 80))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		w, r := httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)
-		second := func(requests int) (attempts, timed int64) {
-			a0, _ := d.win.Totals(time.Now())
-			l0 := sum(d.win.latencies())
-			for range requests {
-				h.ServeHTTP(w, r)
+		// load serves per(ms) requests at each millisecond ms until
+		// until, half a millisecond off the reporter's clock.
+		ms := 0
+		load := func(until time.Duration, per func(ms int) int) {
+			for ; time.Duration(ms)*time.Millisecond < until; ms++ {
+				for range per(ms) {
+					h.ServeHTTP(w, r)
+				}
+				time.Sleep(time.Millisecond)
 			}
-			time.Sleep(time.Second) // the next report
+		}
+		heavy := func(int) int { return 50 }
+		totals := func() (attempts, timed int64) {
 			synctest.Wait()
-			a1, _ := d.win.Totals(time.Now())
-			return a1 - a0, sum(d.win.latencies()) - l0
+			a, _ := d.win.Totals(time.Now())
+			return a, sum(d.win.latencies())
 		}
-		if a, l := second(500); a != 500 || l != 500 {
-			t.Errorf("500 requests in a second: %d outcomes and %d latencies reported, want 500 of each", a, l)
+		// 500 a second for 3 s: every request timed.
+		time.Sleep(time.Millisecond / 2)
+		load(3*time.Second, func(ms int) int { return 1 - ms%2 })
+		if a, l := totals(); a != 1500 || l != 1500 {
+			t.Errorf("500 requests a second for 3 s: %d outcomes and %d latencies reported, want 1500 of each", a, l)
 		}
-		// The rate is learnt from a report: the first heavy second is
-		// still timed in full.
-		if a, l := second(50_000); a != 50_000 || l != 50_000 {
-			t.Errorf("the first heavy second: %d outcomes and %d latencies, want 50000 of each", a, l)
-		}
-		// 50,000 a second is 48 per 1,024: 1 in 32 is timed, about 1,562.
-		a, l := second(50_000)
-		if a != 50_000 || l < 1200 || l > 2000 {
-			t.Errorf("a heavy second once the rate is known: %d outcomes and %d latencies, want 50000 outcomes and about 1562 latencies", a, l)
+		// 50,000 a second from 3 s: the surge is reported at 3.5 s, the
+		// next reports every second after it. 50,000 a second is 48 per
+		// 1,024: 1 in 32 is timed, about 1,562 a second.
+		load(4600*time.Millisecond, heavy)
+		a0, l0 := totals()
+		load(7600*time.Millisecond, heavy)
+		a1, l1 := totals()
+		if a, l := a1-a0, l1-l0; a != 150_000 || l < 3*1200 || l > 3*2000 {
+			t.Errorf("three heavy seconds once the rate is known: %d outcomes and %d latencies, want 150000 outcomes and about 4,687 latencies", a, l)
 		}
 	})
 }

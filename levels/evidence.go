@@ -242,6 +242,9 @@ type verdict struct {
 	backlog, threshold float64
 	// why names what made over true, for reasons.
 	why string
+	// errorOver: the failure ratio is over its lowest threshold; cpuWarm:
+	// the CPU is over half its lowest threshold.
+	errorOver, cpuWarm bool
 }
 
 // load judges the fresh counts and the sample against the lowest
@@ -276,7 +279,10 @@ func load(c Config, s Sample, f freshCounts) verdict {
 		}
 	}
 	if n := f.success + f.failure; n > 0 && n >= float64(c.Rules.MinThroughput) {
-		judge(ErrorRate, f.failure/n*100)
+		rate := f.failure / n * 100
+		judge(ErrorRate, rate)
+		th, ok := t.lowestThreshold(ErrorRate)
+		v.errorOver = ok && rate > th
 	}
 	if f.hasLatency {
 		if ms, n := QuantileOf(f.latency[:], t.LatencyQuantile()); n > 0 && n >= c.Rules.MinThroughput {
@@ -298,6 +304,12 @@ func load(c Config, s Sample, f freshCounts) verdict {
 		default:
 			judge(sig, x)
 		}
+	}
+	if v.errorOver && v.cpuWarm {
+		// Failures while the core is busy are its queue timing out: the
+		// in-process middleware of a saturated core sees no latency for
+		// the wait before it, only requests that come out too late.
+		v.pressure = true
 	}
 	v.quiet, v.idle = v.quiet && v.judged, v.idle && v.judged
 	return v
@@ -321,7 +333,7 @@ func judgeCPU(t *Table, x float64, v *verdict) {
 	v.judged = true
 	switch {
 	case x > th/2:
-		v.quiet, v.idle, v.warm = false, false, true
+		v.quiet, v.idle, v.warm, v.cpuWarm = false, false, true, true
 	case x > th/4:
 		v.idle = false
 	}

@@ -244,6 +244,28 @@ func TestLawReadsCPUAsBBRDoes(t *testing.T) {
 	})
 }
 
+// TestLawFailuresOnABusyCoreArePressure: the in-process middleware of a
+// saturated core sees no latency for the wait before it, only requests
+// that come out too late. So failures over the error rate's threshold
+// (2% > 1%) while the core is busy (CPU over half its lowest threshold)
+// are pressure, and at the target they cut the estimate as a latency
+// would (800 to 776/s); with the core idle they are a dependency's, and
+// the estimate stands.
+func TestLawFailuresOnABusyCoreArePressure(t *testing.T) {
+	for _, c := range []struct {
+		cpu      float64
+		capacity float64
+		partial  string
+	}{{95, 776, "30 0.36"}, {20, 800, "30 0.39"}} {
+		t.Run(fmt.Sprintf("cpu %g%%", c.cpu), func(t *testing.T) {
+			runLawStepsOn(t, latencyCPUTable(t), AdmissionGraduated, append(measuredAt800(), []lawStep{
+				{at: 4 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 745, failure: 15, latencyMs: 15, errorRate: 60, latencyWindowMs: 450, cpu: c.cpu,
+					level: "Major", partial: c.partial, capacity: [2]float64{c.capacity, c.capacity + 1}},
+			}...))
+		})
+	}
+}
+
 // TestLawShortSaturatedSpansMoveTheEstimateLittle: a saturated core
 // completes in bursts, so a report shorter than half a second moves the
 // estimate by at most 25% down and 10% up. With 800/s measured, 0.3 s

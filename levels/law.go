@@ -320,9 +320,18 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 	}
 	if mv.To > mv.From && !l.known {
 		// No capacity measured yet: the table rule stands, unless fresh
-		// reports say the service is not overloaded (the window lags).
+		// reports say the service is not overloaded (the window lags), and
+		// not on the CPU (judgeCPU: a core in use is not an overload).
 		if l.underloaded(now) {
 			return hold()
+		}
+		to, why := withoutCPU(t, s, mv)
+		if to == mv.From {
+			return hold()
+		}
+		if to < mv.To {
+			a.Level = to
+			mv.To, mv.Reason = to, why
 		}
 		return a, mv
 	}
@@ -343,6 +352,25 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 		return hold()
 	}
 	return a, mv
+}
+
+// withoutCPU is the most severe level of the move from mv.From to mv.To
+// whose thresholds a signal other than the CPU exceeds in s, and that
+// signal; mv.From if none does. (Without a capacity, a CPU step at the
+// first health check after a 3x step took a CPU-bound service to Severe,
+// past Major, the level that fit, for 14 s.)
+func withoutCPU(t *Table, s Sample, mv Move) (int, string) {
+	if _, ok := s.Value(CPU); !ok {
+		return mv.To, mv.Reason
+	}
+	s = s.Clone()
+	delete(s.Values, CPU)
+	for i := mv.To; i > mv.From; i-- {
+		if tr, ok := t.triggerAt(s, i); ok {
+			return i, tr.String()
+		}
+	}
+	return mv.From, ""
 }
 
 // stepReason names what exceeds level to's thresholds, and what the law

@@ -266,6 +266,24 @@ func TestLawFailuresOnABusyCoreArePressure(t *testing.T) {
 	}
 }
 
+// TestLawStepsWithoutACapacityNotOnTheCPU: before a capacity is
+// measured the table's level stands, but not on the CPU. At a 3x step of
+// a CPU-bound service the first health check has the core at 91% (over
+// Severe's 90%), the window's failures at 7% (over Moderate's 5%), and the
+// fresh report 2% failures, too few to read as a saturation: the level
+// goes to Moderate on the failures, not to Severe. With nothing but the
+// CPU over, nothing moves.
+func TestLawStepsWithoutACapacityNotOnTheCPU(t *testing.T) {
+	runLawStepsOn(t, latencyCPUTable(t), AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerTick, x: 3, secs: 1, admitted: 400, success: 392, failure: 8, latencyMs: 15, errorRate: 7, cpu: 91,
+			level: "Moderate", partial: "null", reason: "error_rate 7.00% > 5% (Moderate)"},
+	})
+	runLawStepsOn(t, latencyCPUTable(t), AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 0.1, admitted: 400, success: 400, latencyMs: 15, cpu: 91,
+			level: "Normal", partial: "null"},
+	})
+}
+
 // TestLawShortSaturatedSpansMoveTheEstimateLittle: a saturated core
 // completes in bursts, so a report shorter than half a second moves the
 // estimate by at most 25% down and 10% up. With 800/s measured, 0.3 s

@@ -147,8 +147,12 @@ func (f *Fleet) noteConn(err error, tls bool) {
 }
 
 // cause adds to err, an operation's failure that only says it ran out of
-// time, why the last connection attempt since failed (refused, a TLS
-// handshake), if one did.
+// time, why the last connection attempt failed (refused, a TLS handshake),
+// if one did since the last answer from etcd and within a reconnection
+// backoff and a dial of since: gRPC may be waiting out its backoff during
+// the whole try, and the failure it waits on is still the cause. (Bounded
+// by since alone, a PUT in that wait was answered "etcd cannot be
+// reached" instead of naming the TLS handshake, one run in three.)
 func (f *Fleet) cause(err error, since time.Time) error {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -157,7 +161,7 @@ func (f *Fleet) cause(err error, since time.Time) error {
 	n := f.conn
 	f.mu.Unlock()
 	switch {
-	case n.err == nil || n.at.Before(since):
+	case n.err == nil || n.at.Before(since.Add(-BackoffCap-f.o.DialTimeout)) || n.at.UnixNano() < f.lastOK.Load():
 		return err
 	case n.tls:
 		return fmt.Errorf("%w: %w (the last connection's handshake: %w)", ErrTLS, err, n.err)

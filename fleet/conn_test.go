@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
@@ -41,5 +42,35 @@ func TestClassify(t *testing.T) {
 	cancel()
 	if err := classify(canceled, "write", fmt.Errorf("rpc: %w", context.Canceled)); err != context.Canceled {
 		t.Errorf("the caller's own end: %v, want context.Canceled unchanged", err)
+	}
+}
+
+// TestCauseNamesTheHandshakeDuringTheBackoff: an operation that ran out
+// of time while gRPC waited out its reconnection backoff names the TLS
+// handshake that failed before the try began (within a backoff and a
+// dial of it), but not one older than that, nor one etcd has answered
+// since.
+func TestCauseNamesTheHandshakeDuringTheBackoff(t *testing.T) {
+	start := time.Now()
+	handshake := errors.New("x509: certificate signed by unknown authority")
+	for _, c := range []struct {
+		name    string
+		noteAgo time.Duration
+		okAfter bool
+		want    bool
+	}{
+		{"a handshake 3 s before the try", 3 * time.Second, false, true},
+		{"older than a backoff and a dial", BackoffCap + 2*time.Second, false, false},
+		{"etcd answered since", 3 * time.Second, true, false},
+	} {
+		f := &Fleet{o: Options{DialTimeout: time.Second}}
+		f.conn = connNote{err: handshake, tls: true, at: start.Add(-c.noteAgo)}
+		if c.okAfter {
+			f.lastOK.Store(start.Add(-c.noteAgo + time.Second).UnixNano())
+		}
+		err := f.cause(context.DeadlineExceeded, start)
+		if got := errors.Is(err, ErrTLS); got != c.want {
+			t.Errorf("%s: %v names the TLS handshake: %v, want %v", c.name, err, got, c.want)
+		}
 	}
 }

@@ -78,10 +78,12 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return &limitConn{Conn: c, release: func() { l.open.Add(-1) }}, nil
 		}
 		l.open.Add(-1)
-		c.Close()
+		// Counted before the close, so that whoever sees the connection
+		// closed also sees it counted.
 		if l.onReject != nil {
 			l.onReject()
 		}
+		c.Close()
 	}
 }
 

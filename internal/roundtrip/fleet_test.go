@@ -1,9 +1,6 @@
 package roundtrip_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"reflect"
 	"testing"
 	"time"
 
@@ -36,28 +33,5 @@ func fullFleet() api.FleetDocument {
 // (its module imports nothing of the daemon's) decodes every key the
 // daemon sends, names none it does not, and encodes it alike.
 func TestClientFleetMirrorsTheDaemon(t *testing.T) {
-	daemon, err := json.Marshal(fullFleet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(daemon))
-	dec.DisallowUnknownFields()
-	var f client.Fleet
-	if err := dec.Decode(&f); err != nil {
-		t.Fatalf("client.Fleet cannot hold the daemon's fleet view: %v\n%s", err, daemon)
-	}
-	again, err := json.Marshal(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want, got any
-	if err := json.Unmarshal(daemon, &want); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(again, &got); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("client.Fleet encodes the fleet view differently:\n got %s\nwant %s", again, daemon)
-	}
+	mirrors[client.Fleet](t, fullFleet(), "fleet view")
 }

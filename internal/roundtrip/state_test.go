@@ -91,17 +91,25 @@ func TestFullStateSetsEveryField(t *testing.T) {
 // client must neither miss a field the daemon publishes nor name one it
 // does not.
 func TestClientStateMirrorsTheDaemon(t *testing.T) {
-	daemon, err := json.Marshal(fullState())
+	mirrors[client.State](t, fullState(), "state document")
+}
+
+// mirrors decodes the daemon's encoding of v into a T with unknown fields
+// refused, then encodes it again: the client's copy must neither miss a
+// key the daemon sends nor name one it does not. what names the document.
+func mirrors[T any](t *testing.T, v any, what string) {
+	t.Helper()
+	daemon, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(daemon))
 	dec.DisallowUnknownFields()
-	var st client.State
-	if err := dec.Decode(&st); err != nil {
-		t.Fatalf("client.State cannot hold the daemon's state document: %v\n%s", err, daemon)
+	var c T
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("%T cannot hold the daemon's %s: %v\n%s", c, what, err, daemon)
 	}
-	again, err := json.Marshal(st)
+	again, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +121,6 @@ func TestClientStateMirrorsTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("client.State encodes the document differently:\n got %s\nwant %s", again, daemon)
+		t.Errorf("%T encodes the %s differently:\n got %s\nwant %s", c, what, again, daemon)
 	}
 }

@@ -268,6 +268,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 				v.why = tr.String()
 			}
 			v.over, v.quiet, v.idle = true, false, false
+			v.errorOver = v.errorOver || sig == ErrorRate
 			if sig != ErrorRate || !f.hasLatency {
 				v.pressure, v.warm = true, true
 			}
@@ -279,10 +280,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 		}
 	}
 	if n := f.success + f.failure; n > 0 && n >= float64(c.Rules.MinThroughput) {
-		rate := f.failure / n * 100
-		judge(ErrorRate, rate)
-		th, ok := t.lowestThreshold(ErrorRate)
-		v.errorOver = ok && rate > th
+		judge(ErrorRate, f.failure/n*100)
 	}
 	if f.hasLatency {
 		if ms, n := QuantileOf(f.latency[:], t.LatencyQuantile()); n > 0 && n >= c.Rules.MinThroughput {

@@ -105,7 +105,12 @@ func consumerModule(t *testing.T, files map[string]string) func(args ...string) 
 		t.Helper()
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+		// Offline: the modules come from the local cache, which holds
+		// them only as this repository's go.sum verified them. The
+		// checksum database is off too: the consumer's go.sum starts
+		// empty, and on a fresh machine its lookups (sum.golang.org,
+		// not the proxy, once GOPROXY is off) fail with no network.
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -1,9 +1,11 @@
 package client
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -73,7 +75,9 @@ func smallPriority(s string) (int, bool) {
 // (http.ResponseController reaches Hijack, deadlines and the rest). It is
 // reused by later requests once next returns, so next must not use it
 // after returning, as net/http already requires. An admitted request
-// costs no allocation, unless WithPropagation is given.
+// costs no allocation, unless WithPropagation is given. With
+// WithRequestStart a timed request's latency counts from when a proxy in
+// front saw it, so that a queue before the handler is seen too.
 func Middleware(c *Client, priority func(*http.Request) int, opts ...MiddlewareOption) func(http.Handler) http.Handler {
 	var cfg middlewareConfig
 	for _, o := range opts {
@@ -81,6 +85,9 @@ func Middleware(c *Client, priority func(*http.Request) int, opts ...MiddlewareO
 	}
 	return func(next http.Handler) http.Handler {
 		m := &middleware{c: c, priority: priority, next: next, epoch: time.Now(), propagate: cfg.propagate}
+		if cfg.startHeader != "" {
+			m.start = &requestStart{header: cfg.startHeader}
+		}
 		m.writers.New = func() any { return &statusWriter{rng: newXorshift()} }
 		return m
 	}
@@ -90,7 +97,8 @@ func Middleware(c *Client, priority func(*http.Request) int, opts ...MiddlewareO
 type MiddlewareOption func(*middlewareConfig)
 
 type middlewareConfig struct {
-	propagate bool
+	propagate   bool
+	startHeader string // canonical; "" without WithRequestStart
 }
 
 // WithPropagation makes Middleware put each admitted request's priority in
@@ -101,6 +109,114 @@ type middlewareConfig struct {
 // 100 ns more per request), so it is off by default.
 func WithPropagation() MiddlewareOption {
 	return func(c *middlewareConfig) { c.propagate = true }
+}
+
+// WithRequestStart makes Middleware time each request from when the named
+// header says it arrived at the proxy in front of the service, not from
+// when the handler was called: the latency the daemon sees then includes
+// the wait before the handler (the kernel's accept queue and socket
+// buffers, the goroutines waiting for a saturated core), which a middleware
+// inside the process cannot see any other way. On one busy core that wait
+// is most of the latency the callers get.
+//
+// The header is the request-queueing convention of New Relic and others,
+// "X-Request-Start" set by the proxy: nginx's
+// `proxy_set_header X-Request-Start "t=${msec}";`, HAProxy's
+// `http-request set-header X-Request-Start t=%[date(0,ms)]`, Heroku's
+// router. Its value is a Unix time, optionally after "t=", in seconds (with
+// a fraction), milliseconds, microseconds or nanoseconds, told apart by
+// size. A time ahead of this host's clock (skew between hosts) counts as no
+// wait. A value that does not parse, or is more than a minute old, is not
+// used (the request is timed from the handler) and is logged (WARN, at
+// most once a minute, with a count). Only the requests the middleware
+// times read the header. Set it only at a trusted edge: a caller that
+// sets it can make the service look slower than it is.
+func WithRequestStart(header string) MiddlewareOption {
+	return func(c *middlewareConfig) { c.startHeader = http.CanonicalHeaderKey(header) }
+}
+
+// requestStartMaxAge is the oldest request start WithRequestStart uses: an
+// older one is a wrong unit or a broken clock, not a queue.
+const requestStartMaxAge = time.Minute
+
+// requestStart is WithRequestStart's header and its count of values that
+// could not be used.
+type requestStart struct {
+	header   string
+	bad      atomic.Int64 // unusable values since the last log line
+	loggedAt atomic.Int64 // Unix nanoseconds of the last log line; 0: never
+}
+
+// queued returns how long before now the request's header says it arrived,
+// 0 without a header or when the header is ahead of now. An unusable
+// value is counted and logged, rate-limited, and gives 0.
+func (s *requestStart) queued(c *Client, r *http.Request, now time.Time) time.Duration {
+	vs := r.Header[s.header]
+	if len(vs) == 0 {
+		return 0
+	}
+	at, ok := parseRequestStart(vs[0])
+	if ok {
+		d := now.Sub(at)
+		if d <= requestStartMaxAge {
+			return max(d, 0)
+		}
+	}
+	s.bad.Add(1)
+	last := s.loggedAt.Load()
+	if (last == 0 || now.UnixNano()-last >= int64(time.Minute)) && s.loggedAt.CompareAndSwap(last, now.UnixNano()) {
+		v := vs[0]
+		if len(v) > 64 {
+			v = v[:64]
+		}
+		c.log.Warn("a request's start header is not a Unix time in the last minute; its request is timed from the handler",
+			slog.String("header", s.header), slog.String("value", v),
+			slog.Int64("unusable_since_last_log", s.bad.Swap(0)))
+	}
+	return 0
+}
+
+// parseRequestStart reads a request start: an optional "t=", then a
+// decimal Unix time in seconds (a fraction allowed), milliseconds,
+// microseconds or nanoseconds, the unit the one that puts it after 1973;
+// up to 2255.
+func parseRequestStart(v string) (time.Time, bool) {
+	if len(v) > 2 && v[0] == 't' && v[1] == '=' {
+		v = v[2:]
+	}
+	if len(v) == 0 || len(v) > 32 {
+		return time.Time{}, false
+	}
+	dots := 0
+	for i := range len(v) {
+		switch c := v[i]; {
+		case c == '.':
+			dots++
+		case c < '0' || c > '9':
+			return time.Time{}, false
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || dots > 1 || f < 1e8 {
+		return time.Time{}, false
+	}
+	var ns float64
+	switch {
+	case f < 1e11:
+		ns = f * 1e9
+	case f < 1e14:
+		ns = f * 1e6
+	case f < 1e17:
+		ns = f * 1e3
+	case f < 1e20:
+		ns = f
+	default:
+		return time.Time{}, false
+	}
+	if ns >= 9e18 { // past int64's nanoseconds (2262)
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(ns)), true
 }
 
 // middleware is the handler Middleware returns.
@@ -114,6 +230,7 @@ type middleware struct {
 	// time.Now would read the wall clock too.
 	epoch     time.Time
 	propagate bool
+	start     *requestStart // nil without WithRequestStart
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -128,22 +245,26 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := m.writers.Get().(*statusWriter)
 	sw.ResponseWriter = w
-	start := time.Duration(-1) // not timed
-	if m.c.timing.timed(&sw.rng) {
+	timed := m.c.timing.timed(&sw.rng)
+	var start time.Duration
+	if timed {
 		start = time.Since(m.epoch)
+		if m.start != nil {
+			start -= m.start.queued(m.c, r, time.Now())
+		}
 	}
-	defer m.done(sw, start)
+	defer m.done(sw, timed, start)
 	m.next.ServeHTTP(sw, r)
 	sw.returned = true
 }
 
 // done observes a request that next served, or panicked in (the panic
 // goes on; its writer is not reused, since the handler's goroutines may
-// still hold it): its latency too if it was timed (start >= 0), else only
-// its outcome.
-func (m *middleware) done(sw *statusWriter, start time.Duration) {
+// still hold it): its latency too if it was timed (since start, on the
+// epoch's clock), else only its outcome.
+func (m *middleware) done(sw *statusWriter, timed bool, start time.Duration) {
 	ok := sw.returned && sw.status < 500
-	if start >= 0 {
+	if timed {
 		m.c.Observe(ok, time.Since(m.epoch)-start)
 	} else {
 		m.c.Record(ok)

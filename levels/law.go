@@ -121,10 +121,12 @@ type law struct {
 	band, floor float64
 	// sized says the last evaluation could size a step: some live reporter
 	// counts its offered load by priority.
-	sized   bool
-	offered map[int]float64
-	// fresh accumulates the reports judged wholly after changedAt.
-	fresh freshCounts
+	sized           bool
+	offered, steady map[int]float64
+	// fresh accumulates the reports judged wholly after changedAt, recent
+	// the last second or so of reports, fresh or not.
+	fresh  freshCounts
+	recent recentCounts
 }
 
 // decide updates the capacity and the target from fresh evidence.
@@ -141,7 +143,7 @@ type law struct {
 // (probeRate). A failure rate alone moves nothing: the table's level is
 // the regime for a failing dependency, and shedding does not cure it.
 func (l *law) decide(ev evidence, now time.Time) {
-	l.sized, l.offered = ev.sized, ev.offered
+	l.sized, l.offered, l.steady = ev.sized, ev.offered, ev.steady
 	if !ev.fresh || !ev.sized {
 		return
 	}
@@ -151,6 +153,17 @@ func (l *law) decide(ev evidence, now time.Time) {
 	}
 	saturated := ev.warm && ev.demand > ev.success*(1+saturation)
 	draining := ev.pressure && (ev.backlog >= 2 || ev.demand < ev.success*(1-saturation))
+	// queued: with no capacity measured yet, a latency past twice its
+	// threshold is a queue, and a service with a queue runs flat out, so
+	// what it completed is its capacity, even though the clients did not
+	// admit more than it completed: the queue can be before them, where
+	// the requests wait for a saturated core (the kernel's socket buffers,
+	// the goroutines not yet run), and only a latency timed from the proxy
+	// in front shows it (the client's WithRequestStart). Read as no
+	// measurement, the table's rule took the level to Emergency for its
+	// 10 s dwell at the first report of a 3x step, admitting 15% of the
+	// capacity (degbench overload, cpu3x).
+	queued := !l.known && ev.pressure && ev.backlog >= 2 && ev.success > 0
 	// long says the fresh evidence covers enough time to probe fast on:
 	// in a quarter second a service at 95% of its capacity often has no
 	// queue at all, and a probe of probeRate from there overshoots
@@ -161,9 +174,14 @@ func (l *law) decide(ev evidence, now time.Time) {
 	case saturated && l.known && !long:
 		// Saturated again, over a short span: a saturated core completes
 		// in bursts (measured on one core: 0 completions in 0.4 s, then
-		// 414/s for 0.34 s), so the average moves by at most shortCut down
-		// and probeReach up.
-		l.capacity = min(max((l.capacity+ev.success)/2, l.capacity*(1-shortCut)), l.capacity*(1+probeReach))
+		// 414/s for 0.34 s), so what it completed is read over the recent
+		// reports when they were saturated too (recentCounts), and the
+		// average moves by at most shortCut down and probeReach up.
+		measured := ev.success
+		if ev.recent > 0 {
+			measured = ev.recent
+		}
+		l.capacity = min(max((l.capacity+measured)/2, l.capacity*(1-shortCut)), l.capacity*(1+probeReach))
 		l.ceiling, l.overAt = l.capacity, now
 	case saturated && l.known:
 		// Saturated again: average the measurement in, against noise and
@@ -171,7 +189,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 		// completed ev.success, so the capacity is at least that.
 		l.capacity = max(ev.success, (l.capacity+ev.success)/2)
 		l.ceiling, l.overAt = l.capacity, now
-	case saturated:
+	case saturated, queued:
 		l.capacity, l.ceiling, l.known, l.overAt = ev.success, ev.success, true, now
 	case !l.known:
 	case draining:
@@ -209,7 +227,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 		l.ceiling = max(l.ceiling, l.capacity)
 	}
 	l.target = headroom * l.capacity
-	if saturated {
+	if saturated || queued {
 		l.startDrain(ev, now)
 	}
 	if !now.Before(l.drainUntil) {
@@ -277,9 +295,12 @@ func (l *law) underloaded(now time.Time) bool {
 }
 
 // admittedFrom is the offered load at priorities >= threshold.
-func (l *law) admittedFrom(threshold int) float64 {
+func (l *law) admittedFrom(threshold int) float64 { return sumFrom(l.offered, threshold) }
+
+// sumFrom is the load in offered at priorities >= threshold.
+func sumFrom(offered map[int]float64, threshold int) float64 {
 	var sum float64
-	for p, v := range l.offered {
+	for p, v := range offered {
 		if p >= threshold {
 			sum += v
 		}
@@ -295,10 +316,22 @@ func (l *law) fits(t *Table, i int, scale float64) bool {
 
 // fitLevel is the least severe level whose threshold sheds enough, with the
 // dead band: the level below it would admit more than target x (1 +
-// stepMargin).
-func (l *law) fitLevel(t *Table) int {
+// stepMargin). From a level above Normal it reads the offered load's
+// average alone, not a report's own rate (which the fraction follows): a
+// level is held for its dwell, and on a saturated core the requests reach
+// the middleware in bursts, as its goroutines get the core. (A report
+// offering 900/s of a steady 600/s took the level from Major, the one that
+// fits, to Severe for its 10 s dwell in degbench overload's cpu3x.) A
+// load that has grown again reaches the average within a second or two,
+// and the fraction sheds the band meanwhile. The first step, from Normal,
+// reads the report's rate: a step of the load is read at once.
+func (l *law) fitLevel(t *Table, from int) int {
+	offered := l.offered
+	if from > 0 {
+		offered = l.steady
+	}
 	for i := range t.Len() {
-		if l.fits(t, i, 1+stepMargin) {
+		if !l.known || sumFrom(offered, t.Level(i).PriorityThreshold) <= l.target*(1+stepMargin) {
 			return i
 		}
 	}
@@ -336,7 +369,7 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 		return a, mv
 	}
 	if mv.To > mv.From {
-		to := min(mv.To, max(mv.From, l.fitLevel(t)))
+		to := min(mv.To, max(mv.From, l.fitLevel(t, mv.From)))
 		if to == mv.From {
 			return hold()
 		}

@@ -294,9 +294,40 @@ func TestLawShortSaturatedSpansMoveTheEstimateLittle(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), []lawStep{
 		{at: 3300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.3, admitted: 800, success: 100, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
 			level: "Major", partial: "null", capacity: [2]float64{600, 600}},
+		// The two short spans are read together (recentCounts): 420 in
+		// 0.6 s is 700/s, averaged in.
 		{at: 3600 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.3, admitted: 1400, success: 1300, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
-			level: "Major", partial: "null", capacity: [2]float64{660, 660}},
+			level: "Major", partial: "null", capacity: [2]float64{650, 650}},
 	}...))
+}
+
+// TestLawReadsABurstyCoreOverTheLastSecond: a saturated core completes in
+// bursts, 50/s for 0.4 s, then 1,500/s for 0.4 s. Each short span read
+// alone cut the estimate by a quarter or raised it by a tenth, 800/s to
+// 408/s in five spans, and the level went one past the one that fits;
+// read over the last second of saturated reports, it holds between 590/s
+// and 660/s, and the level where it fits.
+func TestLawReadsABurstyCoreOverTheLastSecond(t *testing.T) {
+	stall := func(at time.Duration, lo, hi float64) lawStep {
+		return lawStep{at: at, trigger: TriggerEvent, x: 3, secs: 0.4, admitted: 1000, success: 50, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", capacity: [2]float64{lo, hi}}
+	}
+	burst := func(at time.Duration, lo, hi float64) lawStep {
+		return lawStep{at: at, trigger: TriggerEvent, x: 3, secs: 0.4, admitted: 1600, success: 1500, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", capacity: [2]float64{lo, hi}}
+	}
+	steps := []lawStep{
+		stall(3400*time.Millisecond, 600, 600), // beside a quiet second, the stall alone: cut by a quarter
+		burst(3800*time.Millisecond, 660, 660), // up by a tenth
+		stall(4200*time.Millisecond, 590, 600),
+		burst(4600*time.Millisecond, 650, 660),
+		stall(5000*time.Millisecond, 590, 600),
+		burst(5400*time.Millisecond, 650, 660),
+	}
+	for i := range steps {
+		steps[i].partial = "null" // the drain of a latency at 4.5x its threshold
+	}
+	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), steps...))
 }
 
 // TestLawLevelsMode: admission.mode levels publishes no partial admission,
@@ -364,4 +395,30 @@ func FuzzLawReports(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLawMeasuresAQueueItsClientsDoNotSee: the first report of a step
+// whose queue is before the clients (on a saturated core, requests wait
+// for the core before the middleware sees them) admits no more than
+// completes, but its latency is far past the threshold, timed from the
+// proxy. A service with a queue runs flat out: what it completed is its
+// capacity, and the level goes to the one that fits it, not to the
+// Emergency the table asks for.
+func TestLawMeasuresAQueueItsClientsDoNotSee(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 800, success: 800, latencyMs: 450, latencyWindowMs: 460,
+			level: "Major", partial: "null", reason: "capacity 800/s of 2400/s offered", capacity: [2]float64{800, 800}},
+	})
+}
+
+// TestLawStepsUpOnTheAverageOfferedLoad: at Major, where the 3x load fits,
+// one report of twice the load (the requests of a saturated core reaching
+// the middleware in a burst) does not take the level on to Severe for its
+// dwell; the fraction follows the report, the level the average.
+func TestLawStepsUpOnTheAverageOfferedLoad(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), lawStep{
+		at: 3600 * time.Millisecond, trigger: TriggerEvent, x: 6, secs: 0.6, admitted: 760, success: 760, latencyMs: 150, errorRate: 60, latencyWindowMs: 460,
+		level: "Major", partial: "null", capacity: [2]float64{770, 800},
+	}))
 }

@@ -38,6 +38,9 @@ type overloadOptions struct {
 	// reading, which on this host is the mean over every core.
 	bbrThreshold int64
 	admissionKey string // auto, always, never
+	// requestStart gives degraded's middleware the generator's send time
+	// as a proxy's X-Request-Start (client.WithRequestStart).
+	requestStart bool
 	// concurrentRate bounds the systems run at once in a sleep-mode
 	// scenario: as many as their peak offered rates sum to at most this
 	// (at least one). The CPU-bound variant runs one at a time.
@@ -69,6 +72,7 @@ type overloadResult struct {
 	Shares          []float64 // their shares of the load
 	Seed            uint64
 	AdmissionKey    bool   // the daemons were given `admission: {mode: ...}`
+	RequestStart    bool   // degraded's middleware had client.WithRequestStart
 	DaemonConfig    string // the latency scenarios' (without listen, data_dir)
 	CPUDaemonConfig string
 	CPUSignal       string // how the CPU-bound daemon read CPU
@@ -112,6 +116,7 @@ func overloadCmd(args []string) error {
 	fs.Int64Var(&o.bbrThreshold, "bbr-cpu-threshold", 500, "aegis BBR's CPU threshold, per mille of the host's mean")
 	fs.StringVar(&o.admissionKey, "admission-key", "auto", "write admission: {mode: ...}: auto (if the binary accepts it), always, never")
 	fs.Float64Var(&o.concurrentRate, "concurrent-rate", 10000, "sleep-mode scenarios: run systems at once while their peak offered rates sum to at most this (requests/s)")
+	fs.BoolVar(&o.requestStart, "request-start", true, "degraded's middleware times requests from the generator's send header, as from a proxy's X-Request-Start")
 	fs.StringVar(&o.out, "out", "overload.json", "result file")
 	_ = fs.Parse(args)
 	o.systems = strings.Split(*systems, ",")
@@ -151,7 +156,7 @@ func overloadCmd(args []string) error {
 	res := overloadResult{
 		Quick: o.quick, Workers: o.workers, ServiceMs: ms(o.serviceTime), QueueWaitMs: ms(o.queueWait),
 		CPUWorkers: o.cpuWorkers, BurnMs: ms(o.burn), BinSeconds: o.bin.Seconds(), InflightCap: o.inflightCap,
-		Seed: o.seed, AdmissionKey: env.admissionKey, BBRThreshold: o.bbrThreshold,
+		Seed: o.seed, AdmissionKey: env.admissionKey, RequestStart: o.requestStart, BBRThreshold: o.bbrThreshold,
 		ServiceCPU: o.serviceCPU, LoadCPU: o.loadCPU, DaemonConfig: env.daemonConfig(false, modeGraduated),
 	}
 	for _, c := range overloadClasses {

@@ -112,9 +112,10 @@ func aegisGate(cpuThreshold int64) func(http.Handler) http.Handler {
 
 // degradedGate is the degraded client's middleware with the priority from
 // X-Priority, following the daemon at daemonURL with the client's defaults
-// (a 1 s report interval). It returns once the client holds the daemon's
-// state, so that the run does not start in the fail mode.
-func degradedGate(ctx context.Context, daemonURL string) (func(http.Handler) http.Handler, error) {
+// (a 1 s report interval), timing requests from the startHeader when it is
+// not "" (client.WithRequestStart). It returns once the client holds the
+// daemon's state, so that the run does not start in the fail mode.
+func degradedGate(ctx context.Context, daemonURL, startHeader string) (func(http.Handler) http.Handler, error) {
 	c, err := client.New(daemonURL)
 	if err != nil {
 		return nil, err
@@ -125,7 +126,11 @@ func degradedGate(ctx context.Context, daemonURL string) (func(http.Handler) htt
 			return nil, fmt.Errorf("the client had no state from %s within 10s", daemonURL)
 		}
 	}
-	return client.Middleware(c, client.PriorityFromHeader("X-Priority", 0)), nil
+	var opts []client.MiddlewareOption
+	if startHeader != "" {
+		opts = append(opts, client.WithRequestStart(startHeader))
+	}
+	return client.Middleware(c, client.PriorityFromHeader("X-Priority", 0), opts...), nil
 }
 
 // overloadServiceCmd is `degbench overload-service`: one service behind
@@ -135,6 +140,7 @@ func overloadServiceCmd(args []string) error {
 	fs := flag.NewFlagSet("overload-service", flag.ExitOnError)
 	gate := fs.String("gate", gateNone, "none, failsafe, aegis or degraded")
 	daemonURL := fs.String("daemon", "", "the daemon's URL (gate degraded)")
+	requestStart := fs.String("request-start", "", "gate degraded: the header the middleware times requests from (client.WithRequestStart)")
 	workers := fs.Int("workers", 8, "workers")
 	serviceTime := fs.Duration("service-time", 10*time.Millisecond, "sleep mode: time a request holds a worker")
 	burn := fs.Duration("burn", 0, "CPU mode: CPU time a request burns on an idle core (0: sleep mode)")
@@ -158,7 +164,7 @@ func overloadServiceCmd(args []string) error {
 	case gateAegis:
 		h = aegisGate(*bbrThreshold)(h)
 	case gateDegraded:
-		g, err := degradedGate(ctx, *daemonURL)
+		g, err := degradedGate(ctx, *daemonURL, *requestStart)
 		if err != nil {
 			return err
 		}

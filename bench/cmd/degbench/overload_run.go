@@ -142,6 +142,9 @@ func runSystem(env *runEnv, sc scenarioSpec, system string, seed uint64) (system
 		}
 		defer d.stop()
 		args = append(args, "-daemon", d.url)
+		if env.o.requestStart {
+			args = append(args, "-request-start", sentHeader)
+		}
 		if err := env.loadLevels(d.url); err != nil {
 			return run, err
 		}

@@ -41,6 +41,11 @@ func (r *report) writeOverload(b *strings.Builder) {
 	p("  service's core about saturated;\n")
 	p("- **degraded-levels**, **degraded-graduated**: the real daemon and `client.Middleware(c,\n")
 	p("  client.PriorityFromHeader(\"X-Priority\", 0))` with the client's defaults (reports every 1 s);\n")
+	if o.RequestStart {
+		p("  `client.WithRequestStart(%q)`: the middleware times each request from the generator's send\n", sentHeader)
+		p("  time, as from the `X-Request-Start` a proxy in front sets, so the latency it reports includes\n")
+		p("  the wait before its handler (on the saturated core of the CPU-bound variant, most of it);\n")
+	}
 	if o.AdmissionKey {
 		p("  `admission: {mode: levels}` and `{mode: graduated}`.\n\n")
 	} else {

@@ -82,8 +82,8 @@ type evidence struct {
 	// size a step.
 	offered map[int]float64
 	sized   bool
-	// steady is the offered load's decayed average alone, by priority: a
-	// report's own rate can be a burst (steadyOffered).
+	// steady is the offered load by priority halfway between its decayed
+	// average and offered's (fitLevel): a report's own rate can be a burst.
 	steady map[int]float64
 	// fresh reports whether the reports judged wholly after the last
 	// change of the automatic admission (accumulated until there are
@@ -147,7 +147,7 @@ func (l *law) observe(c Config, in Input) evidence {
 	for _, rep := range l.reporters {
 		for p, n := range rep.counts {
 			ev.offered[p] += rep.rate(p)
-			ev.steady[p] += n / rep.seconds
+			ev.steady[p] += (n/rep.seconds + rep.rate(p)) / 2
 			observed += n
 		}
 	}

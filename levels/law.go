@@ -316,18 +316,19 @@ func (l *law) fits(t *Table, i int, scale float64) bool {
 
 // fitLevel is the least severe level whose threshold sheds enough, with the
 // dead band: the level below it would admit more than target x (1 +
-// stepMargin). From a level above Normal it reads the offered load's
-// average alone, not a report's own rate (which the fraction follows): a
+// stepMargin). From a level that sheds part of the load it reads the
+// offered load halfway between its average and the last report's rate
+// (steady), not the higher of the two (which the fraction follows): a
 // level is held for its dwell, and on a saturated core the requests reach
 // the middleware in bursts, as its goroutines get the core. (A report
-// offering 900/s of a steady 600/s took the level from Major, the one that
-// fits, to Severe for its 10 s dwell in degbench overload's cpu3x.) A
-// load that has grown again reaches the average within a second or two,
-// and the fraction sheds the band meanwhile. The first step, from Normal,
-// reads the report's rate: a step of the load is read at once.
+// offering 900/s of a steady 600/s took the level from Major, the level
+// that fits, to Severe for its 10 s dwell in degbench overload's cpu3x;
+// the average alone lagged a step by 2 s, at Moderate admitting 300/s of
+// a 200/s core, every answer late.) From a level that sheds nothing yet it
+// reads the higher, so that a step of the load is read at once.
 func (l *law) fitLevel(t *Table, from int) int {
 	offered := l.offered
-	if from > 0 {
+	if thr := t.Level(from).PriorityThreshold; sumFrom(l.offered, thr) < sumFrom(l.offered, 0) {
 		offered = l.steady
 	}
 	for i := range t.Len() {

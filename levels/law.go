@@ -189,8 +189,12 @@ func (l *law) decide(ev evidence, now time.Time) {
 		// completed ev.success, so the capacity is at least that.
 		l.capacity = max(ev.success, (l.capacity+ev.success)/2)
 		l.ceiling, l.overAt = l.capacity, now
-	case saturated, queued:
+	case saturated:
 		l.capacity, l.ceiling, l.known, l.overAt = ev.success, ev.success, true, now
+	case queued:
+		// A floor, not a measurement: the span may have begun before the
+		// queue did, so the creep may take the estimate past it.
+		l.capacity, l.ceiling, l.known, l.overAt = ev.success, math.Inf(1), true, now
 	case !l.known:
 	case draining:
 		// A queue draining runs the service flat out: what it completes is

@@ -403,12 +403,17 @@ func FuzzLawReports(f *testing.F) {
 // completes, but its latency is far past the threshold, timed from the
 // proxy. A service with a queue runs flat out: what it completed is its
 // capacity, and the level goes to the one that fits it, not to the
-// Emergency the table asks for.
+// Emergency the table asks for. The span may have begun before the queue
+// did, so what it completed is a floor: the creep takes the estimate past
+// it (a measured saturation is a ceiling the creep stops at; read as one,
+// the square wave's rises lost 5 points to an estimate measured low).
 func TestLawMeasuresAQueueItsClientsDoNotSee(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, []lawStep{
 		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"},
 		{at: 2 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 800, success: 800, latencyMs: 450, latencyWindowMs: 460,
 			level: "Major", partial: "null", reason: "capacity 800/s of 2400/s offered", capacity: [2]float64{800, 800}},
+		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 60, latencyWindowMs: 460,
+			level: "Major", partial: "null", capacity: [2]float64{815, 817}},
 	})
 }
 

@@ -116,7 +116,7 @@ func overloadCmd(args []string) error {
 	fs.Int64Var(&o.bbrThreshold, "bbr-cpu-threshold", 500, "aegis BBR's CPU threshold, per mille of the host's mean")
 	fs.StringVar(&o.admissionKey, "admission-key", "auto", "write admission: {mode: ...}: auto (if the binary accepts it), always, never")
 	fs.Float64Var(&o.concurrentRate, "concurrent-rate", 10000, "sleep-mode scenarios: run systems at once while their peak offered rates sum to at most this (requests/s)")
-	fs.BoolVar(&o.requestStart, "request-start", false, "degraded's middleware times requests from the generator's send header, as from a proxy's X-Request-Start (client.WithRequestStart)")
+	fs.BoolVar(&o.requestStart, "request-start", true, "degraded's middleware times requests from the generator's send header, as from a proxy's X-Request-Start (client.WithRequestStart)")
 	fs.StringVar(&o.out, "out", "overload.json", "result file")
 	_ = fs.Parse(args)
 	o.systems = strings.Split(*systems, ",")

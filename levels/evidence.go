@@ -69,6 +69,13 @@ func (r reporter) rate(p int) float64 {
 	return max(r.counts[p]/r.seconds, r.last[p])
 }
 
+// steady is the reporter's offered load at priority p halfway between
+// its decayed average and rate: a report's own rate can be a burst
+// (fitLevel).
+func (r reporter) steady(p int) float64 {
+	return (r.counts[p]/r.seconds + r.rate(p)) / 2
+}
+
 // freshSpan bounds the fresh evidence the law accumulates: once the
 // fresh reports cover more than it, they start again from the newest, so
 // the law judges the last few seconds, not everything since its last
@@ -82,9 +89,6 @@ type evidence struct {
 	// size a step.
 	offered map[int]float64
 	sized   bool
-	// steady is the offered load by priority halfway between its decayed
-	// average and offered's (fitLevel): a report's own rate can be a burst.
-	steady map[int]float64
 	// fresh reports whether the reports judged wholly after the last
 	// change of the automatic admission (accumulated until there are
 	// enough to judge: min_throughput) say something of the load; the
@@ -142,12 +146,11 @@ func (l *law) observe(c Config, in Input) evidence {
 		reporters = l.forget(reporters, copied, in.At)
 	}
 	l.reporters = reporters
-	ev.offered, ev.steady = map[int]float64{}, map[int]float64{}
+	ev.offered = map[int]float64{}
 	var observed float64
 	for _, rep := range l.reporters {
 		for p, n := range rep.counts {
 			ev.offered[p] += rep.rate(p)
-			ev.steady[p] += (n/rep.seconds + rep.rate(p)) / 2
 			observed += n
 		}
 	}

@@ -121,8 +121,8 @@ type law struct {
 	band, floor float64
 	// sized says the last evaluation could size a step: some live reporter
 	// counts its offered load by priority.
-	sized           bool
-	offered, steady map[int]float64
+	sized   bool
+	offered map[int]float64
 	// fresh accumulates the reports judged wholly after changedAt, recent
 	// the last second or so of reports, fresh or not.
 	fresh  freshCounts
@@ -143,7 +143,7 @@ type law struct {
 // (probeRate). A failure rate alone moves nothing: the table's level is
 // the regime for a failing dependency, and shedding does not cure it.
 func (l *law) decide(ev evidence, now time.Time) {
-	l.sized, l.offered, l.steady = ev.sized, ev.offered, ev.steady
+	l.sized, l.offered = ev.sized, ev.offered
 	if !ev.fresh || !ev.sized {
 		return
 	}
@@ -299,14 +299,25 @@ func (l *law) underloaded(now time.Time) bool {
 }
 
 // admittedFrom is the offered load at priorities >= threshold.
-func (l *law) admittedFrom(threshold int) float64 { return sumFrom(l.offered, threshold) }
-
-// sumFrom is the load in offered at priorities >= threshold.
-func sumFrom(offered map[int]float64, threshold int) float64 {
+func (l *law) admittedFrom(threshold int) float64 {
 	var sum float64
-	for p, v := range offered {
+	for p, v := range l.offered {
 		if p >= threshold {
 			sum += v
+		}
+	}
+	return sum
+}
+
+// steadyFrom is the live reporters' steady offered load at priorities >=
+// threshold.
+func (l *law) steadyFrom(threshold int) float64 {
+	var sum float64
+	for _, rep := range l.reporters {
+		for p := range rep.counts {
+			if p >= threshold {
+				sum += rep.steady(p)
+			}
 		}
 	}
 	return sum
@@ -322,7 +333,7 @@ func (l *law) fits(t *Table, i int, scale float64) bool {
 // dead band: the level below it would admit more than target x (1 +
 // stepMargin). From a level that sheds part of the load it reads the
 // offered load halfway between its average and the last report's rate
-// (steady), not the higher of the two (which the fraction follows): a
+// (reporter.steady), not the higher of the two (which the fraction follows): a
 // level is held for its dwell, and on a saturated core the requests reach
 // the middleware in bursts, as its goroutines get the core. (A report
 // offering 900/s of a steady 600/s took the level from Major, the level
@@ -331,12 +342,12 @@ func (l *law) fits(t *Table, i int, scale float64) bool {
 // a 200/s core, every answer late.) From a level that sheds nothing yet it
 // reads the higher, so that a step of the load is read at once.
 func (l *law) fitLevel(t *Table, from int) int {
-	offered := l.offered
-	if thr := t.Level(from).PriorityThreshold; sumFrom(l.offered, thr) < sumFrom(l.offered, 0) {
-		offered = l.steady
+	load := l.admittedFrom
+	if l.admittedFrom(t.Level(from).PriorityThreshold) < l.admittedFrom(0) {
+		load = l.steadyFrom
 	}
 	for i := range t.Len() {
-		if !l.known || sumFrom(offered, t.Level(i).PriorityThreshold) <= l.target*(1+stepMargin) {
+		if !l.known || load(t.Level(i).PriorityThreshold) <= l.target*(1+stepMargin) {
 			return i
 		}
 	}

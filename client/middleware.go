@@ -247,11 +247,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.ResponseWriter = w
 	timed := m.c.timing.timed(&sw.rng)
 	var start time.Duration
-	if timed {
+	switch {
+	case timed && m.start != nil:
+		now := time.Now() // one read: the wall clock for the header, the monotonic for the epoch
+		start = now.Sub(m.epoch) - m.start.queued(m.c, r, now)
+	case timed:
 		start = time.Since(m.epoch)
-		if m.start != nil {
-			start -= m.start.queued(m.c, r, time.Now())
-		}
 	}
 	defer m.done(sw, timed, start)
 	m.next.ServeHTTP(sw, r)

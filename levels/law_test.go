@@ -202,6 +202,23 @@ func TestLawDrainLastsAsLongAsTheLevelsFloorNeeds(t *testing.T) {
 	})
 }
 
+// TestLawDrainEndsWhenAnswersAreOnTime: the drain of the 1.6x rise above
+// is expected to take 2.35 s, but the first second of reports after the
+// change answers everything in 15 ms, under the 100 ms threshold: the
+// queue is gone, and the band below is admitted in part at once, 1.35 s
+// before the drain's expected end. (Ended by its time alone, the drain
+// after cpu3x's step shed the band for 2 s after the answers were on
+// time again.)
+func TestLawDrainEndsWhenAnswersAreOnTime(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 0.6, secs: 1, admitted: 480, success: 480, latencyMs: 15, level: "Normal", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 1280, success: 800, latencyMs: 470, latencyWindowMs: 470,
+			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
+		{at: 3 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 640, latencyMs: 15, latencyWindowMs: 470,
+			level: "Moderate", partial: "10 0.19"},
+	})
+}
+
 // latencyCPUTable is simTable with the default table's CPU thresholds,
 // as the benchmark's CPU-bound variant has them.
 func latencyCPUTable(t *testing.T) *Table {
@@ -413,7 +430,7 @@ func TestLawMeasuresAQueueItsClientsDoNotSee(t *testing.T) {
 		{at: 2 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 800, success: 800, latencyMs: 450, latencyWindowMs: 460,
 			level: "Major", partial: "null", reason: "capacity 800/s of 2400/s offered", capacity: [2]float64{800, 800}},
 		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 60, latencyWindowMs: 460,
-			level: "Major", partial: "null", capacity: [2]float64{815, 817}},
+			level: "Major", partial: "30 0.41", capacity: [2]float64{815, 817}},
 	})
 }
 

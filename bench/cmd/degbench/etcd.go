@@ -27,14 +27,11 @@ type etcdServer struct {
 
 // startEtcd runs binary and waits until its /health says true.
 func startEtcd(binary string) (*etcdServer, error) {
-	client, err1 := freePort()
-	peer, err2 := freePort()
-	if err := errors.Join(err1, err2); err != nil {
+	ports, err := freePorts(2)
+	if err != nil {
 		return nil, err
 	}
-	if client == peer {
-		return nil, errors.New("the kernel gave the same free port twice")
-	}
+	client, peer := ports[0], ports[1]
 	dir, err := os.MkdirTemp("", "degbench-etcd")
 	if err != nil {
 		return nil, err

@@ -57,10 +57,25 @@ func (r *redisServer) pid() int { return r.cmd.Process.Pid }
 
 // freePort asks the kernel for a free loopback port.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// freePorts returns n distinct free loopback ports: each is held open
+// until all are chosen (closed one by one, the kernel may hand the same
+// port out twice, as it did to fleet-scale's etcd).
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }

@@ -14,6 +14,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$here"
 export PATH="/usr/local/go/bin:$PATH"
+# Build with go.mod's toolchain, as .ci/run does: a machine's own Go may be
+# older (go1.26.8 here, with standard-library vulnerabilities), and the
+# daemon then warns at every start that it was built with it.
+GOTOOLCHAIN="$(awk '$1 == "toolchain" { print $2 }' "$root/go.mod")"
+export GOTOOLCHAIN
 
 QUICK="${QUICK:-0}"
 results="${RESULTS:-$here/results}"

@@ -90,8 +90,9 @@ type law struct {
 	// queue a saturation left is expected to be empty: it drains only at
 	// the share of the capacity not admitted, so the law admits less of the
 	// band until then. It never moves the level: the level is a regime, the
-	// drain a moment. The fresh latency lags the queue by a report, so it
-	// is the expected time, not the latency, that ends the drain.
+	// drain a moment. It ends at that time, or sooner at a fresh report
+	// without pressure (decide); the fresh latency lags the queue by a
+	// report, so one still over its threshold does not end it early.
 	drain      float64
 	drainUntil time.Time
 	// drainFrom and drainFor are the start of a drain not sized yet and

@@ -191,15 +191,23 @@ func TestLawShortQuietSpansProbeSlowly(t *testing.T) {
 // shed whole. Sized by what Normal admits (nothing), it was 0.9 s, and
 // the band came back into a queue still 300 ms behind.
 func TestLawDrainLastsAsLongAsTheLevelsFloorNeeds(t *testing.T) {
-	runLawSteps(t, AdmissionGraduated, []lawStep{
+	runLawSteps(t, AdmissionGraduated, append(drainRise(),
+		lawStep{at: 3500 * time.Millisecond, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 800, latencyMs: 300, latencyWindowMs: 470,
+			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
+		lawStep{at: 5 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 640, latencyMs: 15, latencyWindowMs: 470,
+			level: "Moderate", partial: "10 0.19"},
+	))
+}
+
+// drainRise is the start of the drain tests: 0.6x, then a 1.6x rise,
+// measured saturated with the queue 470 ms behind, that takes the level
+// from Normal to Moderate.
+func drainRise() []lawStep {
+	return []lawStep{
 		{at: time.Second, trigger: TriggerEvent, x: 0.6, secs: 1, admitted: 480, success: 480, latencyMs: 15, level: "Normal", partial: "null"},
 		{at: 2 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 1280, success: 800, latencyMs: 470, latencyWindowMs: 470,
 			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
-		{at: 3500 * time.Millisecond, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 800, latencyMs: 300, latencyWindowMs: 470,
-			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
-		{at: 5 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 640, latencyMs: 15, latencyWindowMs: 470,
-			level: "Moderate", partial: "10 0.19"},
-	})
+	}
 }
 
 // TestLawDrainEndsWhenAnswersAreOnTime: the drain of the 1.6x rise above
@@ -210,13 +218,10 @@ func TestLawDrainLastsAsLongAsTheLevelsFloorNeeds(t *testing.T) {
 // after cpu3x's step shed the band for 2 s after the answers were on
 // time again.)
 func TestLawDrainEndsWhenAnswersAreOnTime(t *testing.T) {
-	runLawSteps(t, AdmissionGraduated, []lawStep{
-		{at: time.Second, trigger: TriggerEvent, x: 0.6, secs: 1, admitted: 480, success: 480, latencyMs: 15, level: "Normal", partial: "null"},
-		{at: 2 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 1280, success: 800, latencyMs: 470, latencyWindowMs: 470,
-			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
-		{at: 3 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 640, latencyMs: 15, latencyWindowMs: 470,
+	runLawSteps(t, AdmissionGraduated, append(drainRise(),
+		lawStep{at: 3 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 640, latencyMs: 15, latencyWindowMs: 470,
 			level: "Moderate", partial: "10 0.19"},
-	})
+	))
 }
 
 // latencyCPUTable is simTable with the default table's CPU thresholds,

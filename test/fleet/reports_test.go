@@ -110,9 +110,14 @@ func TestLyingReportsAreLeftOutOfTheFleetSums(t *testing.T) {
 	if v := fleetView(t, a.Rig); v.Aggregator == nil || v.Aggregator.Instance == "" || v.Aggregator.Term <= 0 {
 		t.Errorf("the fleet view names no aggregator: %+v", v.Aggregator)
 	}
-	if st := level(t, a.Rig); st.Level != "Moderate" || !strings.Contains(st.Reason, "fleet error_rate 10.00% > 5% (Moderate) over 2 instances") {
-		t.Errorf("a publishes %s (%q), want Moderate from the fleet's 10%% over 2 instances", st.Level, st.Reason)
-	}
+	// Read until it holds: under a loaded CI machine (the browser tests
+	// beside it) one late aggregate made a's reason "(local: fleet
+	// aggregate stale)" for a tick, which is right for that tick.
+	want := "fleet error_rate 10.00% > 5% (Moderate) over 2 instances"
+	eventually(t, 10*time.Second, "a publishes Moderate with the reason "+want, func() bool {
+		st := level(t, a.Rig)
+		return st.Level == "Moderate" && strings.Contains(st.Reason, want)
+	})
 }
 
 // TestANewAggregatorTakesOver: the aggregator crashes (cut off from etcd,

@@ -46,6 +46,9 @@ type sim struct {
 		lat       [NumLatencyBuckets]int64
 	}
 	winAt int
+	// warmUntil: the window is warming until then, as a restarted
+	// daemon's is (an empty window, warming for its length).
+	warmUntil time.Time
 
 	verbose   bool
 	trace     bool // log each second
@@ -160,6 +163,7 @@ func (s *sim) sample() Sample {
 		}
 	}
 	w.Latency = lat[:]
+	w.Warming = s.now.Before(s.warmUntil)
 	smp := Sample{}.Clone()
 	s.m.Config().Table.ReadWindow(&smp, w, 10)
 	return smp

@@ -1,6 +1,7 @@
 package levels
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -141,6 +142,12 @@ type Saved struct {
 	// Priorities maps each level name of the saving table to its priority
 	// threshold, so that a level removed since maps by meaning.
 	Priorities map[string]int
+	// Capacity is the admission law's capacity estimate (graduated mode,
+	// once measured; nil otherwise). partial is not saved (DESIGN.md): it
+	// starts null after a restart, and the law sizes it again from the
+	// first reports with this estimate instead of learning the capacity by
+	// overloading the service again.
+	Capacity *Capacity
 }
 
 // Saved returns the machine's durable state.
@@ -154,6 +161,9 @@ func (m *Machine) Saved() Saved {
 	}
 	p := m.Published()
 	s.Override, s.Fleet = p.Override, p.Fleet
+	if m.cfg.graduated() {
+		s.Capacity = m.law.saved()
+	}
 	return s
 }
 
@@ -172,7 +182,8 @@ func (s Saved) priority(name string) int {
 // are clamped to now (the clock went back), the recovery draw to
 // RecoveryJitter, and an override never outlives MaxOverrideTTL from now. A
 // saved fleet override naming a level the table lacks is dropped, and
-// dropped says why. restart, when not empty, is the reason of an entry
+// dropped says why; so does a saved capacity estimate the admission law
+// does not take (Capacity, law.restore). restart, when not empty, is the reason of an entry
 // (source restart) made before the others: the controller's, for a start
 // after an unclean shutdown. A published level that no longer exists, or
 // that the layers no longer give, is one entry (source config), and so is a
@@ -204,6 +215,11 @@ func (m *Machine) Restore(now time.Time, s Saved, restart string) (entries []Ent
 			o := m.restored(f.Override, now)
 			o.Level = t.Level(idx).Name
 			m.fleet = &layer{ovr: o, index: idx, ends: o.ExpiresAt, ttl: min(f.TTL, m.cfg.Rules.MaxOverrideTTL), rev: f.ModRevision}
+		}
+	}
+	if c := s.Capacity; c != nil && m.cfg.graduated() {
+		if err := m.law.restore(*c, now); err != nil {
+			dropped = errors.Join(dropped, err)
 		}
 	}
 	if restart != "" {

@@ -151,6 +151,7 @@ func (c *Controller) persisted(m levels.Machine, seq uint64, history []Transitio
 		CleanShutdown:   clean,
 		Shadow:          s.Shadow,
 		Admission:       s.Admission,
+		Capacity:        s.Capacity,
 		JitterR:         s.JitterR,
 		NotBefore:       s.NotBefore,
 		Levels:          s.Priorities,
@@ -178,9 +179,9 @@ func (c *Controller) restore(now time.Time, p *Persisted, fromPrev bool) []level
 	}
 	entries, dropped := r.m.Restore(now, levels.Saved{Level: p.Level, Since: p.Since, Reason: p.Reason, Auto: p.Auto, AutoSince: p.AutoSince,
 		JitterR: p.JitterR, NotBefore: p.NotBefore, Override: p.Override, Fleet: p.FleetOverride, Shadow: p.Shadow,
-		Admission: p.Admission, Priorities: p.Levels}, restart)
+		Admission: p.Admission, Priorities: p.Levels, Capacity: p.Capacity}, restart)
 	if dropped != nil {
-		c.log.Error("fleet override not restored", "err", dropped)
+		c.log.Error("saved state not restored in part", "err", dropped)
 	}
 	return entries
 }

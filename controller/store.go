@@ -62,6 +62,10 @@ type Persisted struct {
 	// Admission is the admission mode the state was published in, so a
 	// start in the other one is a history entry (absent in older files).
 	Admission levels.AdmissionMode `json:"admission,omitempty"`
+	// Capacity is the admission law's capacity estimate (graduated mode,
+	// once measured), so that a restart in an overload does not measure
+	// it again by overloading the service (absent in older files).
+	Capacity *levels.Capacity `json:"capacity,omitempty"`
 }
 
 // FileStore saves state as JSON in Dir/state.json with an atomic replace:

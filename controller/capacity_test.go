@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/degraded/degraded/levels"
+)
+
+// TestRestartKeepsTheCapacityEstimate: state.json keeps the admission
+// law's capacity estimate, so that the first report after a restart in an
+// overload gets a partial admission sized from it, instead of the level
+// shedding its whole band until the law has overloaded the service again
+// to measure it. An estimate older than ten minutes is let go, and one
+// that is not a rate is refused with a log line naming it.
+func TestRestartKeepsTheCapacityEstimate(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		age      time.Duration
+		perSec   float64
+		partial  *levels.Partial
+		logNames string
+	}{
+		{name: "kept", age: time.Minute, perSec: 100, partial: &levels.Partial{From: 30, Fraction: 0.15}},
+		{name: "older than ten minutes", age: 11 * time.Minute, perSec: 100},
+		{name: "not a rate", age: time.Minute, perSec: -5, logNames: "saved capacity estimate -5/s is not a rate"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &FileStore{Dir: filepath.Join(t.TempDir(), "data")}
+				r := newRig(t, Options{Store: store})
+				r.errs.set(1000, 120) // 12%: Major by the table's error rate
+				r.c.Check(context.Background())
+				if st := r.c.State(); st.Level != "Major" || st.Partial != nil {
+					t.Fatalf("before the restart: %s partial %+v, want Major with none (no capacity measured)", st.Level, st.Partial)
+				}
+				r.stop()
+				p, _, err := store.Load()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Capacity != nil {
+					t.Fatalf("a law that measured nothing saved %+v", p.Capacity)
+				}
+				// What a law that measured the service at perSec saves.
+				p.Capacity = &levels.Capacity{PerSecond: tt.perSec, OverAt: time.Now().Add(-tt.age), At: time.Now().Add(-tt.age)}
+				if err := store.Save(p); err != nil {
+					t.Fatal(err)
+				}
+
+				time.Sleep(time.Second)
+				var log strings.Builder
+				errs := &fakeErrors{}
+				errs.set(1000, 120)
+				again := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{}, Errors: errs, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+				if st := again.State(); st.Level != "Major" || st.Partial != nil {
+					t.Fatalf("restarted: %s partial %+v, want Major, partial null until a report (DESIGN.md)", st.Level, st.Partial)
+				}
+				time.Sleep(2 * time.Second)
+				again.Reported(levels.Report{At: time.Now(), Success: 80, Admission: &levels.Admission{
+					Seconds: 1, Reporter: "a", Admitted: 80, ShedBelow: 300,
+					Offered: map[int]int64{100: 20, 60: 60, 40: 100, 10: 200}}})
+				synctest.Wait()
+				// Target 95/s of 100: Major admits 80/s, and 15 of the 100/s in 30-49.
+				if st := again.State(); st.Level != "Major" || !samePartial(st.Partial, tt.partial) {
+					t.Errorf("after the first report: %s partial %+v, want Major partial %+v", st.Level, st.Partial, tt.partial)
+				}
+				if tt.logNames != "" && !strings.Contains(log.String(), tt.logNames) {
+					t.Errorf("the log does not name the refused estimate (%q):\n%s", tt.logNames, log.String())
+				}
+			})
+		})
+	}
+}
+
+// samePartial reports whether a and b admit the same.
+func samePartial(a, b *levels.Partial) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

@@ -21,10 +21,11 @@ import (
 // daemon is a real degraded binary started for one measurement, on a free
 // loopback port, with its state in a temporary directory.
 type daemon struct {
-	cmd  *exec.Cmd
-	url  string
-	dir  string
-	done chan struct{}
+	cmd    *exec.Cmd
+	url    string
+	dir    string
+	binary string
+	cfg    string // the config file
 }
 
 var listening = regexp.MustCompile(`degraded listening on (\S+)`)
@@ -46,18 +47,27 @@ func startDaemon(binary, config string) (*daemon, error) {
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	d := &daemon{cmd: exec.Command(binary, "serve", "--config", cfg), dir: dir, done: make(chan struct{})}
+	d := &daemon{dir: dir, binary: binary, cfg: cfg}
+	if err := d.launch(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// launch starts the binary on the config file and waits until it is
+// ready; on failure the process is stopped.
+func (d *daemon) launch() error {
+	d.cmd = exec.Command(d.binary, "serve", "--config", d.cfg)
 	d.cmd.Stderr = os.Stderr
 	out, err := d.cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := d.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", binary, err)
+		return fmt.Errorf("start %s: %w", d.binary, err)
 	}
 	urls := make(chan string, 1)
 	go func() {
-		defer close(d.done)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
@@ -69,20 +79,40 @@ func startDaemon(binary, config string) (*daemon, error) {
 	case d.url = <-urls:
 	case <-time.After(20 * time.Second):
 		d.stop()
-		return nil, errors.New("daemon did not print its address within 20s")
+		return errors.New("daemon did not print its address within 20s")
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if resp, err := http.Get(d.url + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return d, nil
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
 			d.stop()
-			return nil, errors.New("daemon not ready within 10s")
+			return errors.New("daemon not ready within 10s")
 		}
 	}
+}
+
+// crash SIGKILLs the daemon and starts it again on the same address,
+// config and data_dir, as a supervisor restarts a crashed daemon. It
+// returns when the new process is ready.
+func (d *daemon) crash() error {
+	if err := d.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	_ = d.cmd.Wait()
+	b, err := os.ReadFile(d.cfg)
+	if err != nil {
+		return err
+	}
+	addr := strings.TrimPrefix(d.url, "http://")
+	fixed := strings.Replace(string(b), "listen: 127.0.0.1:0", "listen: "+addr, 1)
+	if err := os.WriteFile(d.cfg, []byte(fixed), 0o600); err != nil {
+		return err
+	}
+	return d.launch()
 }
 
 // stop ends the daemon with SIGTERM (SIGKILL after 10s) and removes its

@@ -179,7 +179,26 @@ func runSystem(env *runEnv, sc scenarioSpec, system string, seed uint64) (system
 	rec := newRecorder(sc.Phases, env.o.bin.Seconds(), slo)
 	gen := newLoadGen(u.Host, env.o.inflightCap, rec)
 	cpu0, host0 := runCPU(svc, d), hostCPU()
+	crashed := make(chan error, 1)
+	var crashedCPU float64 // the first daemon's CPU seconds, read just before its crash
+	if sc.Crash > 0 && d != nil {
+		// The daemon is SIGKILLed and restarted mid-phase, as a crash under
+		// a supervisor.
+		t := time.AfterFunc(time.Until(start.Add(time.Duration(sc.Crash*float64(time.Second)))), func() {
+			if t, err := procCPU(d.pid()); err == nil {
+				crashedCPU = t.Seconds()
+			}
+			crashed <- d.crash()
+		})
+		defer t.Stop()
+	}
 	gen.run(newArrivals(seed, sc.Phases), start)
+	if sc.Crash > 0 && d != nil {
+		if err := <-crashed; err != nil {
+			return run, fmt.Errorf("restart the daemon: %w", err)
+		}
+		cpu0[2] -= crashedCPU // the new process counts from 0
+	}
 	run.Seconds = time.Since(start).Seconds()
 	cpu1, host1 := runCPU(svc, d), hostCPU()
 	run.GeneratorCPU, run.ServiceCPU, run.DaemonCPU = cpu1[0]-cpu0[0], cpu1[1]-cpu0[1], cpu1[2]-cpu0[2]
@@ -233,13 +252,16 @@ func hostCPU() float64 {
 	return busy / clockTicks
 }
 
-// levelFollower reads the daemon's SSE stream into level points.
+// levelFollower reads the daemon's SSE stream into level points. When
+// the stream ends while it is not stopped (the daemon crashed and is
+// restarting: the restart scenario), it dials again until it is back.
 type levelFollower struct {
-	conn *sseConn
-	done chan struct{}
-	once sync.Once
+	done    chan struct{}
+	once    sync.Once
+	stopped chan struct{}
 
 	mu     sync.Mutex
+	conn   *sseConn
 	points []levelPoint
 }
 
@@ -248,18 +270,52 @@ func followLevels(ctx context.Context, base string, start time.Time) (*levelFoll
 	if err != nil {
 		return nil, err
 	}
-	f := &levelFollower{conn: s, done: make(chan struct{})}
+	f := &levelFollower{conn: s, done: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		_ = s.follow(func(ev sseEvent) {
-			if p, ok := parseLevelPoint(ev, start); ok {
-				f.mu.Lock()
-				f.points = append(f.points, p)
-				f.mu.Unlock()
+		for {
+			_ = s.follow(func(ev sseEvent) {
+				if p, ok := parseLevelPoint(ev, start); ok {
+					f.mu.Lock()
+					f.points = append(f.points, p)
+					f.mu.Unlock()
+				}
+			})
+			if s = f.redial(ctx, base); s == nil {
+				return
 			}
-		})
+		}
 	}()
 	return f, nil
+}
+
+// redial connects to the stream again after it ended, every 20 ms until
+// it is back; nil once the follower is stopped or ctx ends.
+func (f *levelFollower) redial(ctx context.Context, base string) *sseConn {
+	for {
+		select {
+		case <-f.stopped:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+		s, err := dialSSE(ctx, base+"/v1/level/stream")
+		if err != nil {
+			continue
+		}
+		f.mu.Lock()
+		select {
+		case <-f.stopped:
+			f.mu.Unlock()
+			s.Close()
+			return nil
+		default:
+		}
+		f.conn = s
+		f.mu.Unlock()
+		return s
+	}
 }
 
 // stop ends the stream (after a moment for the last events) and returns
@@ -267,7 +323,10 @@ func followLevels(ctx context.Context, base string, start time.Time) (*levelFoll
 func (f *levelFollower) stop() []levelPoint {
 	f.once.Do(func() {
 		time.Sleep(100 * time.Millisecond)
+		f.mu.Lock()
+		close(f.stopped)
 		f.conn.Close()
+		f.mu.Unlock()
 		<-f.done
 	})
 	f.mu.Lock()

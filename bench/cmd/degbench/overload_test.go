@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -412,5 +414,46 @@ func TestGateAnswers(t *testing.T) {
 		if w.Code != 200 {
 			t.Errorf("%s, idle: %d, want 200", name, w.Code)
 		}
+	}
+}
+
+// TestLevelFollowerReadsAcrossARestart: the stream ends (crash3x kills the
+// daemon) and the follower dials again, so the levels the restarted
+// daemon publishes are in the run's points too.
+func TestLevelFollowerReadsAcrossARestart(t *testing.T) {
+	var served atomic.Int32
+	levels := []string{"Major", "Moderate", "Major"}
+	back := make(chan struct{}) // the follower dialled after the last stream ended
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(served.Add(1)) - 1
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n >= len(levels) {
+			w.(http.Flusher).Flush()
+			if n == len(levels) {
+				close(back)
+			}
+			<-r.Context().Done() // the last daemon stays up
+			return
+		}
+		fmt.Fprintf(w, "event: level\ndata: {\"level\":%q,\"index\":%d}\n\n", levels[n], n)
+		// returning ends the stream, as a SIGKILL does
+	}))
+	defer srv.Close()
+	f, err := followLevels(t.Context(), srv.URL, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-back:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the follower did not dial again within 10s (%d streams served)", served.Load())
+	}
+	points := f.stop()
+	var got []string
+	for _, p := range points {
+		got = append(got, p.Level)
+	}
+	if !slices.Equal(got, levels) {
+		t.Errorf("followed %v across three streams, want %v", got, levels)
 	}
 }

@@ -53,6 +53,12 @@ func (r *report) writeOverload(b *strings.Builder) {
 		p("  rule), so the two rows measure the same daemon twice.\n\n")
 	}
 	p("The daemon (latency scenarios), beside `listen` and a temporary `data_dir`:\n\n```yaml\n%s```\n\n", o.DaemonConfig)
+	if slices.ContainsFunc(o.Scenarios, func(sc scenarioResult) bool { return sc.Crash > 0 }) {
+		p("In crash3x (not one of DESIGN.md's scenarios: what a crash costs the admission), degraded's\n")
+		p("daemon is SIGKILLed halfway through the 3x step and started again at once on the same address\n")
+		p("and `data_dir`, as a supervisor restarts it; the service's client reconnects on its own, and\n")
+		p("the level stream is followed across the restart. The other systems run the same step.\n\n")
+	}
 	if o.CPUDaemonConfig != "" {
 		p("The CPU-bound variant: each request burns %.1f ms of CPU (a calibrated loop) on one of %d\n", o.BurnMs, o.CPUWorkers)
 		p("workers; the service is pinned to core %s with `taskset`, the generator and the daemon to core %s,\n", o.ServiceCPU, o.LoadCPU)

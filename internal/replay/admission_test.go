@@ -24,8 +24,11 @@ import (
 // client reporting the offered load by priority every 500ms), then
 // replays the recording with its config: replay publishes the same
 // partial admission as the recording at every line, the levels included.
+// The second recording restarts the daemon in the overload (a new
+// controller on the same state file, with a new error window): replay
+// restarts its machine as the daemon did at the start line, so the
+// admission after the restart is reproduced too.
 func TestReplayReproducesTheAdmission(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "timeline")
 	cfg := config.Default()
 	cfg.HealthCheckInterval = time.Second
 	cfg.MinimumLevelDuration = 10 * time.Second
@@ -35,29 +38,83 @@ func TestReplayReproducesTheAdmission(t *testing.T) {
 		cfg.Levels[i].CPUPercent, cfg.Levels[i].MemoryPercent = nil, nil
 		cfg.Levels[i].LatencyMS = ptr(ms)
 	}
+	for _, tt := range []struct {
+		name      string
+		restartAt int // the report before which the daemon restarts; -1: never
+	}{{"one daemon", -1}, {"restarted in the overload", 60}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "timeline")
+			files := recordOverload(t, cfg, dir, filepath.Join(t.TempDir(), "data"), tt.restartAt)
+			var recorded, replayed []string
+			res, err := Run(Options{Config: cfg, Files: files, Observe: func(l levels.Line, p levels.Published, c levels.Config) {
+				recorded = append(recorded, fmt.Sprintf("%s %s %s", l.At.Format("15:04:05.000"), l.Published, partialString(l.Partial)))
+				replayed = append(replayed, fmt.Sprintf("%s %s %s", l.At.Format("15:04:05.000"), c.Table.Level(p.Index).Name, partialString(p.Partial)))
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.RecordedConfig {
+				t.Fatal("replay did not recognise the recorded config")
+			}
+			distinct, atMajor := map[string]bool{}, 0
+			for _, r := range recorded {
+				if a := r[13:]; !distinct[a] {
+					distinct[a] = true
+					if strings.HasPrefix(a, "Major {") {
+						atMajor++
+					}
+				}
+			}
+			if atMajor < 3 {
+				t.Errorf("the recording holds %v: want the overload at Major (3x fits it) with several partial admissions", distinct)
+			}
+			if d := cmp.Diff(recorded, replayed); d != "" {
+				t.Errorf("the replayed admission against the recorded one (-recorded +replayed):\n%s", d)
+			}
+		})
+	}
+}
+
+// recordOverload records 60 s of the fluid service (10 s at 0.5x, 40 s
+// at 3x, 10 s at 0.5x) into the timeline in dir, the controller keeping its
+// state in data; before report restartAt (>= 0) the controller is stopped
+// and a new one started on the same state file, as a restarted daemon.
+// It returns the timeline's files.
+func recordOverload(t *testing.T, cfg *config.Config, dir, data string, restartAt int) []string {
+	t.Helper()
 	var partials int
 	synctest.Test(t, func(t *testing.T) {
 		machine, err := cfg.Machine()
 		if err != nil {
 			t.Fatal(err)
 		}
-		win, err := errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets})
-		if err != nil {
-			t.Fatal(err)
-		}
 		rec := timeline.New(timeline.Options{Dir: dir, Settings: timeline.Settings{Enabled: true}})
-		ctrl, err := controller.New(controller.Options{Table: machine.Table, Rules: machine.Rules, HealthCheckInterval: cfg.HealthCheckInterval,
-			Errors: win, ErrorWindow: cfg.ErrorRateWindow, Recorder: rec, Measured: cfg.Measured()})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var wg sync.WaitGroup
 		recCtx, stopRec := context.WithCancel(context.Background())
 		wg.Go(func() { _ = rec.Run(recCtx) })
-		ctx, stop := context.WithCancel(context.Background())
-		wg.Go(func() { _ = ctrl.Run(ctx) })
+		start := func() (*controller.Controller, *errwindow.Window, context.CancelFunc) {
+			win, err := errwindow.New(errwindow.Options{Window: cfg.ErrorRateWindow, Buckets: cfg.ErrorRateWindowBuckets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctrl, err := controller.New(controller.Options{Table: machine.Table, Rules: machine.Rules, HealthCheckInterval: cfg.HealthCheckInterval,
+				Errors: win, ErrorWindow: cfg.ErrorRateWindow, Recorder: rec, Measured: cfg.Measured(), Store: &controller.FileStore{Dir: data}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			wg.Go(func() { defer close(done); _ = ctrl.Run(ctx) })
+			return ctrl, win, func() { stop(); <-done }
+		}
+		ctrl, win, stop := start()
 		svc := &fluidService{capacity: 800}
-		for i := range 120 { // 60 s: 10 s at 0.5x, 40 s at 3x, 10 s at 0.5x
+		for i := range 120 {
+			if i == restartAt {
+				stop()
+				ctrl, win, stop = start()
+				synctest.Wait()
+			}
 			time.Sleep(500 * time.Millisecond)
 			x := 0.5
 			if i >= 20 && i < 100 {
@@ -83,32 +140,7 @@ func TestReplayReproducesTheAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recorded, replayed []string
-	res, err := Run(Options{Config: cfg, Files: files, Observe: func(l levels.Line, p levels.Published, c levels.Config) {
-		recorded = append(recorded, fmt.Sprintf("%s %s %s", l.At.Format("15:04:05.000"), l.Published, partialString(l.Partial)))
-		replayed = append(replayed, fmt.Sprintf("%s %s %s", l.At.Format("15:04:05.000"), c.Table.Level(p.Index).Name, partialString(p.Partial)))
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.RecordedConfig {
-		t.Fatal("replay did not recognise the recorded config")
-	}
-	distinct, atMajor := map[string]bool{}, 0
-	for _, r := range recorded {
-		if a := r[13:]; !distinct[a] {
-			distinct[a] = true
-			if strings.HasPrefix(a, "Major {") {
-				atMajor++
-			}
-		}
-	}
-	if atMajor < 3 {
-		t.Errorf("the recording holds %v: want the overload at Major (3x fits it) with several partial admissions", distinct)
-	}
-	if d := cmp.Diff(recorded, replayed); d != "" {
-		t.Errorf("the replayed admission against the recorded one (-recorded +replayed):\n%s", d)
-	}
+	return files
 }
 
 // partialString writes a partial admission for a diff.

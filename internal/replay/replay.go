@@ -168,6 +168,8 @@ type engine struct {
 func (e *engine) line(l levels.Line) {
 	if !e.started {
 		e.begin(l)
+	} else if l.Trigger == levels.TriggerStart {
+		e.restart(l)
 	}
 	inRange := e.inRange(l.At)
 	e.recorded.advance(l.At, inRange)
@@ -221,6 +223,21 @@ func (e *engine) begin(l levels.Line) {
 	}
 	e.replayed.begin(l.At, e.m.Config().Table.Level(e.m.Published().Index).Name)
 	e.recorded.begin(l.At, start)
+}
+
+// restart replays a daemon's restart in the recording (a start line after
+// the first): the daemon made a new machine and restored what it had
+// saved (the levels and their clocks, the overrides, the admission law's
+// capacity estimate) and nothing else: not partial, not the law's account
+// of its reporters. Replay restarts its machine the same way, from what
+// its own machine would have saved.
+func (e *engine) restart(l levels.Line) {
+	saved := e.m.Saved()
+	m := levels.NewMachine(e.m.Config(), l.At)
+	if _, err := m.Restore(l.At, saved, ""); err != nil {
+		e.warn("restart-"+l.At.String(), fmt.Sprintf("the restart of %s is replayed without part of its state: %v", l.At.Format(time.RFC3339), err))
+	}
+	e.m = m
 }
 
 // configLine applies a start or reload line's config: in recorded mode

@@ -127,4 +127,19 @@ levels:
 	if strings.Contains(again.logs.String(), "not restored") {
 		t.Errorf("the restart logged a part of the state not restored:\n%s", again.logs)
 	}
+
+	// A reload mid-overload (SIGHUP, the same file) is not a restart: the
+	// law keeps everything, and the level and its partial stand.
+	if err := again.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(again.logs.String(), "config reloaded"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload logged 10s after SIGHUP:\n%s", again.logs)
+		}
+	}
+	report(again, 240, 240, 3)
+	if v := read(again); !banded(v) || v.Partial.Fraction < after.Partial.Fraction-0.05 {
+		t.Errorf("after a reload mid-overload: %+v, want Major with the band's partial as before (%+v)", v, *after.Partial)
+	}
 }

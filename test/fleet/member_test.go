@@ -13,8 +13,11 @@ import (
 )
 
 // member starts a fleet member on endpoint (tick 100ms, instance_ttl 2s,
-// dial_timeout 1s) and stops it when the test ends; edit, when given,
-// changes the options first.
+// dial_timeout 2s, as the daemons of these tests have it) and stops it
+// when the test ends; edit, when given, changes the options first. (At
+// 1s, a write to the embedded etcd, which runs under the race detector in
+// the test process, timed out on a slow machine: "write the fleet
+// override: context deadline exceeded", before anything was cut.)
 func member(t *testing.T, endpoint, instance string, edit ...func(*fleet.Options)) *fleet.Fleet {
 	t.Helper()
 	f, _ := logged(t, endpoint, instance, edit...)
@@ -40,7 +43,7 @@ func startMember(t *testing.T, endpoint, instance string, edit ...func(*fleet.Op
 	log := &logBuffer{}
 	o := fleet.Options{
 		Endpoints:   []string{endpoint},
-		DialTimeout: time.Second,
+		DialTimeout: 2 * time.Second,
 		Name:        "shop",
 		Instance:    instance,
 		InstanceTTL: 2 * time.Second,

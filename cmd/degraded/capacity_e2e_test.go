@@ -36,23 +36,6 @@ levels:
   - {name: Severe, priority_threshold: 70, error_rate_percent: 25, latency_ms: 400}
   - {name: Emergency, priority_threshold: 100, error_rate_percent: 50, latency_ms: 450}
 `)
-	type doc struct {
-		Level    string `json:"level"`
-		Sequence uint64 `json:"sequence"`
-		Partial  *struct {
-			From     int     `json:"from"`
-			Fraction float64 `json:"fraction"`
-		} `json:"partial"`
-	}
-	read := func(d *process) doc {
-		t.Helper()
-		resp, body := d.request(t, "GET", "/v1/level", "", "")
-		var v doc
-		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &v) != nil {
-			t.Fatalf("GET /v1/level: %d %s", resp.StatusCode, body)
-		}
-		return v
-	}
 	// report posts half a second of a 2400/s load (the benchmark's mix at
 	// 3x a capacity of 800/s) against the state read last: what the client
 	// admitted, what completed, and the completions' latency bucket (8:
@@ -65,16 +48,16 @@ levels:
 		latJSON, _ := json.Marshal(lat)
 		body := fmt.Sprintf(`{"success":%d,"latency_counts":%s,"admission":{"sequence":%d,"admitted":%d,"shed_below":%d,`+
 			`"seconds":0.5,"reporter":"ab12","offered":{"100":60,"60":180,"40":360,"10":600}}}`,
-			success, latJSON, read(d).Sequence, admitted, 1200-admitted)
+			success, latJSON, d.status(t).Sequence, admitted, 1200-admitted)
 		if resp, b := d.request(t, "POST", "/v1/outcomes", "", body); resp.StatusCode != 202 {
 			t.Fatalf("POST /v1/outcomes: %d %s", resp.StatusCode, b)
 		}
 	}
-	until := func(d *process, what string, ok func(doc) bool) doc {
+	until := func(d *process, what string, ok func(stateDoc) bool) stateDoc {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			v := read(d)
+			v := d.status(t)
 			if ok(v) {
 				return v
 			}
@@ -84,12 +67,12 @@ levels:
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	banded := func(v doc) bool { return v.Level == "Major" && v.Partial != nil && v.Partial.From == 30 }
+	banded := func(v stateDoc) bool { return v.Level == "Major" && v.Partial != nil && v.Partial.From == 30 }
 
 	d := start(t, "serve", "--config", cfg)
 	// Saturated: everything admitted, 400 of 1200 completed, 500 ms late.
 	report(d, 1200, 400, 8)
-	until(d, "Major after a saturated report", func(v doc) bool { return v.Level == "Major" })
+	until(d, "Major after a saturated report", func(v stateDoc) bool { return v.Level == "Major" })
 	// On time at Major: the law sizes the band below it.
 	report(d, 240, 240, 3)
 	before := until(d, "Major with a partial admission of 30-49", banded)
@@ -116,7 +99,7 @@ levels:
 	}
 	<-d.done
 	again := start(t, "serve", "--config", cfg)
-	if v := read(again); v.Level != "Major" || v.Partial != nil {
+	if v := again.status(t); v.Level != "Major" || v.Partial != nil {
 		t.Fatalf("restarted: %+v, want Major with partial null (DESIGN.md: partial is not saved)", v)
 	}
 	report(again, 240, 240, 3)
@@ -139,7 +122,7 @@ levels:
 		}
 	}
 	report(again, 240, 240, 3)
-	if v := read(again); !banded(v) || v.Partial.Fraction < after.Partial.Fraction-0.05 {
+	if v := again.status(t); !banded(v) || v.Partial.Fraction < after.Partial.Fraction-0.05 {
 		t.Errorf("after a reload mid-overload: %+v, want Major with the band's partial as before (%+v)", v, *after.Partial)
 	}
 }

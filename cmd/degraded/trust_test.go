@@ -25,6 +25,10 @@ type stateDoc struct {
 	Signals  struct {
 		Status map[string]string `json:"status"`
 	} `json:"signals"`
+	Partial *struct {
+		From     int     `json:"from"`
+		Fraction float64 `json:"fraction"`
+	} `json:"partial"`
 }
 
 func (d *process) status(t *testing.T) stateDoc {

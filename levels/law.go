@@ -86,6 +86,9 @@ type law struct {
 	// ceiling is the capacity last measured (or probed while idle): the
 	// creep goes no further.
 	ceiling float64
+	// restoredAt is the time of the estimate a start restored (law.restore),
+	// zero otherwise: saved's time until the law decides again.
+	restoredAt time.Time
 	// drain (at most 1) scales the fraction until drainUntil, when the
 	// queue a saturation left is expected to be empty: it drains only at
 	// the share of the capacity not admitted, so the law admits less of the
@@ -325,12 +328,19 @@ const capacityKeep = 10 * time.Minute
 // maxCapacity bounds a restored estimate: more is not a rate of requests.
 const maxCapacity = 1e12
 
-// saved is the law's estimate for Saved, nil before one is measured.
+// saved is the law's estimate for Saved, nil before one is measured (or
+// when what was measured is no rate: a saturation that completed nothing).
+// Until the law decides again, a restored estimate keeps its own time, so
+// that a daemon restarting twice in a row keeps it too.
 func (l *law) saved() *Capacity {
-	if !l.known || !(l.capacity > 0) || math.IsInf(l.capacity, 0) {
+	if !l.known || !(l.capacity > 0) {
 		return nil
 	}
-	return &Capacity{PerSecond: l.capacity, OverAt: l.overAt.UTC(), At: l.decidedAt.UTC()}
+	at := l.decidedAt
+	if at.IsZero() {
+		at = l.restoredAt
+	}
+	return &Capacity{PerSecond: l.capacity, OverAt: l.overAt.UTC(), At: at.UTC()}
 }
 
 // restore adopts a saved estimate at a start now, or says why not: one
@@ -347,7 +357,9 @@ func (l *law) restore(c Capacity, now time.Time) error {
 	}
 	l.capacity, l.ceiling, l.known = c.PerSecond, c.PerSecond, true
 	l.target = headroom * l.capacity
-	l.overAt = clampPast(c.OverAt, now)
+	l.overAt, l.restoredAt = clampPast(c.OverAt, now), clampPast(c.At, now)
+	// The admission changed at the start (partial null): a report whose
+	// interval began before it is not evidence of what is published now.
 	l.changedAt = now
 	return nil
 }

@@ -75,3 +75,34 @@ func TestLawKeepsItsCapacityAcrossARestart(t *testing.T) {
 		}
 	}
 }
+
+// TestLawKeepsItsCapacityAcrossTwoRestarts: a daemon that crashes again
+// before its law has decided anything (a crash loop) saves the estimate
+// it restored, with its own time, so the second start restores it too;
+// ten minutes after that time it is let go.
+func TestLawKeepsItsCapacityAcrossTwoRestarts(t *testing.T) {
+	s := newSim(t, simTable(t), simMix(0.5))
+	s.run(10 * time.Second)
+	s.phase(simMix(3), 20*time.Second)
+	first := s.m.Saved().Capacity
+	if first == nil {
+		t.Fatal("a machine that measured its capacity saved no estimate")
+	}
+	restart := func(saved Saved, at time.Time) *Machine {
+		m := NewMachine(s.m.Config(), at)
+		if _, err := m.Restore(at, saved, ""); err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	second := restart(s.m.Saved(), s.now.Add(time.Second)).Saved()
+	if second.Capacity == nil || *second.Capacity != *first {
+		t.Fatalf("saved again before any decision: %+v, want the restored %+v", second.Capacity, *first)
+	}
+	if m := restart(second, s.now.Add(2*time.Second)); !m.law.known || m.law.capacity != first.PerSecond {
+		t.Errorf("second restart: capacity %.0f/s (known %v), want the first run's %.0f/s", m.law.capacity, m.law.known, first.PerSecond)
+	}
+	if m := restart(second, first.At.Add(capacityKeep+time.Second)); m.law.known {
+		t.Errorf("restored %.0f/s from an estimate older than %v", m.law.capacity, capacityKeep)
+	}
+}

@@ -183,9 +183,9 @@ func (s Saved) priority(name string) int {
 // RecoveryJitter, and an override never outlives MaxOverrideTTL from now. A
 // saved fleet override naming a level the table lacks is dropped, and
 // dropped says why; so does a saved capacity estimate the admission law
-// does not take (Capacity, law.restore). restart, when not empty, is the reason of an entry
-// (source restart) made before the others: the controller's, for a start
-// after an unclean shutdown. A published level that no longer exists, or
+// refuses (law.restore). restart, when not empty, is the reason of an
+// entry (source restart) made before the others: the controller's, for a
+// start after an unclean shutdown. A published level that no longer exists, or
 // that the layers no longer give, is one entry (source config), and so is a
 // change of mode or admission mode since the save.
 func (m *Machine) Restore(now time.Time, s Saved, restart string) (entries []Entry, dropped error) {

@@ -324,9 +324,10 @@ func (f *levelFollower) stop() []levelPoint {
 	f.once.Do(func() {
 		time.Sleep(100 * time.Millisecond)
 		f.mu.Lock()
-		close(f.stopped)
-		f.conn.Close()
+		close(f.stopped) // redial installs no connection after this
+		conn := f.conn
 		f.mu.Unlock()
+		conn.Close()
 		<-f.done
 	})
 	f.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/levels"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestRestartKeepsTheCapacityEstimate: state.json keeps the admission
@@ -67,7 +68,7 @@ func TestRestartKeepsTheCapacityEstimate(t *testing.T) {
 					Offered: map[int]int64{100: 20, 60: 60, 40: 100, 10: 200}}})
 				synctest.Wait()
 				// Target 95/s of 100: Major admits 80/s, and 15 of the 100/s in 30-49.
-				if st := again.State(); st.Level != "Major" || !samePartial(st.Partial, tt.partial) {
+				if st := again.State(); st.Level != "Major" || !cmp.Equal(st.Partial, tt.partial) {
 					t.Errorf("after the first report: %s partial %+v, want Major partial %+v", st.Level, st.Partial, tt.partial)
 				}
 				if tt.logNames != "" && !strings.Contains(log.String(), tt.logNames) {
@@ -76,12 +77,4 @@ func TestRestartKeepsTheCapacityEstimate(t *testing.T) {
 			})
 		})
 	}
-}
-
-// samePartial reports whether a and b admit the same.
-func samePartial(a, b *levels.Partial) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }

@@ -46,7 +46,11 @@ func TestReplayReproducesTheAdmission(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "timeline")
 			files := recordOverload(t, cfg, dir, filepath.Join(t.TempDir(), "data"), tt.restartAt)
 			var recorded, replayed []string
+			starts := 0
 			res, err := Run(Options{Config: cfg, Files: files, Observe: func(l levels.Line, p levels.Published, c levels.Config) {
+				if l.Trigger == levels.TriggerStart {
+					starts++
+				}
 				recorded = append(recorded, fmt.Sprintf("%s %s %s", l.At.Format("15:04:05.000"), l.Published, partialString(l.Partial)))
 				replayed = append(replayed, fmt.Sprintf("%s %s %s", l.At.Format("15:04:05.000"), c.Table.Level(p.Index).Name, partialString(p.Partial)))
 			}})
@@ -55,6 +59,13 @@ func TestReplayReproducesTheAdmission(t *testing.T) {
 			}
 			if !res.RecordedConfig {
 				t.Fatal("replay did not recognise the recorded config")
+			}
+			want := 1 // the daemon's start, and its restart when there is one
+			if tt.restartAt >= 0 {
+				want = 2
+			}
+			if starts != want {
+				t.Fatalf("the recording holds %d start lines, want %d", starts, want)
 			}
 			distinct, atMajor := map[string]bool{}, 0
 			for _, r := range recorded {

@@ -450,3 +450,32 @@ func TestLawStepsUpOnTheAverageOfferedLoad(t *testing.T) {
 		level: "Major", partial: "null", capacity: [2]float64{770, 800},
 	}))
 }
+
+// TestLawReadsAStepOfTheLoadAtItsNewRate: after ten seconds at 0.6x, a
+// rise to 1.6x is measured saturated and drained; then one second offers
+// 1.5x, low by chance (at the benchmark's rates a second of Moderate's
+// floor is a Poisson count of 640, 25 either way). The offered load's
+// average, decayed over two seconds, still lagged the rise there: read at
+// the higher of it and that second, the band below Moderate was admitted
+// at 0.27 where 0.19 fits at 1.6x (in degbench overload's square wave the
+// next second took 811/s of the 800, and the queue cost 3 s of answers
+// past the SLO). Two reports in a row above the average are a step of
+// the load: the average starts again from the second, and reads 1.56x
+// here, so the band is admitted at 0.22.
+func TestLawReadsAStepOfTheLoadAtItsNewRate(t *testing.T) {
+	var steps []lawStep
+	for s := 1; s <= 10; s++ {
+		steps = append(steps, lawStep{at: time.Duration(s) * time.Second, trigger: TriggerEvent, x: 0.6, secs: 1, admitted: 480, success: 480, latencyMs: 15, level: "Normal", partial: "null"})
+	}
+	steps = append(steps,
+		lawStep{at: 11 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 1280, success: 800, latencyMs: 470, latencyWindowMs: 470,
+			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
+		lawStep{at: 12 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 800, latencyMs: 300, latencyWindowMs: 470,
+			level: "Moderate", partial: "null"},
+		lawStep{at: 13 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 640, latencyMs: 40, latencyWindowMs: 470,
+			level: "Moderate", partial: "10 0.19"},
+		lawStep{at: 14 * time.Second, trigger: TriggerEvent, x: 1.5, secs: 1, admitted: 760, success: 760, latencyMs: 40, latencyWindowMs: 470,
+			level: "Moderate", partial: "10 0.22"},
+	)
+	runLawSteps(t, AdmissionGraduated, steps)
+}

@@ -78,3 +78,53 @@ func TestRestartKeepsTheCapacityEstimate(t *testing.T) {
 		})
 	}
 }
+
+// TestSteadyOverloadKeepsItsCapacityEstimateFresh: a steady overload
+// changes no level, and state.json was saved only at level changes, so
+// its capacity estimate aged in the file while the law kept it current:
+// a restart ten minutes into the overload let it go and measured the
+// service again by overloading it. The estimate is saved again once it is
+// a minute newer than the one saved.
+func TestSteadyOverloadKeepsItsCapacityEstimateFresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &FileStore{Dir: filepath.Join(t.TempDir(), "data")}
+		r := newRig(t, Options{Store: store})
+		r.errs.set(1000, 120) // 12%: Major by the table's error rate
+		r.c.Check(context.Background())
+		r.stop()
+		p, _, err := store.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Capacity = &levels.Capacity{PerSecond: 100, OverAt: time.Now(), At: time.Now()}
+		if err := store.Save(p); err != nil {
+			t.Fatal(err)
+		}
+
+		errs := &fakeErrors{}
+		errs.set(1000, 120)
+		c := startNew(t, Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{}, Errors: errs})
+		start := time.Now()
+		for range 180 {
+			time.Sleep(time.Second)
+			c.Reported(levels.Report{At: time.Now(), Success: 95, Admission: &levels.Admission{
+				Seconds: 1, Reporter: "a", Admitted: 95, ShedBelow: 300,
+				Offered: map[int]int64{100: 20, 60: 60, 40: 100, 10: 200}}})
+			synctest.Wait()
+		}
+		if st := c.State(); st.Level != "Major" || st.Partial == nil {
+			t.Fatalf("after three minutes: %s partial %+v, want Major with a partial (nothing else changed)", st.Level, st.Partial)
+		}
+		saved, _, err := store.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if saved.Capacity == nil || time.Since(saved.Capacity.At) > capacitySaveEvery+time.Second {
+			t.Errorf("three minutes after the start, state.json's capacity estimate is %+v (%v old), want one at most %v old",
+				saved.Capacity, time.Since(capacityAt(saved)), capacitySaveEvery)
+		}
+		if saved.Capacity != nil && !saved.Capacity.At.After(start) {
+			t.Errorf("state.json's capacity estimate is the one the start restored (%v), want the law's since", saved.Capacity.At)
+		}
+	})
+}

@@ -171,6 +171,9 @@ type Controller struct {
 type run struct {
 	m    levels.Machine
 	opts Options
+	// capacityAt is the time of the capacity estimate the store last
+	// saved (capacityDue).
+	capacityAt time.Time
 	// seq is the last published sequence, ceiling the highest one the
 	// store has reserved (math.MaxUint64 without a store).
 	seq, ceiling uint64

@@ -53,6 +53,7 @@ func (c *Controller) save(clean bool) error {
 	c.saved(nil)
 	r.dirty = false
 	r.ceiling = p.SequenceCeiling
+	r.capacityAt = capacityAt(p)
 	if r.heldSteps > 0 {
 		c.publish(time.Now(), levels.Output{})
 	}
@@ -77,7 +78,17 @@ func (c *Controller) saveAhead(next levels.Machine, now time.Time, out levels.Ou
 	c.saved(nil)
 	r.dirty = false
 	r.ceiling = p.SequenceCeiling
+	r.capacityAt = capacityAt(p)
 	return nil
+}
+
+// capacityAt is the time of the capacity estimate p holds, zero without
+// one.
+func capacityAt(p *Persisted) time.Time {
+	if p.Capacity == nil {
+		return time.Time{}
+	}
+	return p.Capacity.At
 }
 
 // saved notes a save's outcome for the retry, the metric and the log.

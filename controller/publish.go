@@ -19,9 +19,25 @@ func (c *Controller) changed(now time.Time, out levels.Output, l levels.Line) {
 	if len(out.Entries) > 0 {
 		c.run.dirty = true
 	}
-	if c.run.dirty || c.reserveDue() {
+	if c.run.dirty || c.reserveDue() || c.capacityDue() {
 		_ = c.save(false) // save logs
 	}
+}
+
+// capacitySaveEvery is how much newer than the saved one the admission
+// law's capacity estimate gets before it is saved while nothing else is: a
+// start restores an estimate at most ten minutes old (levels), and a
+// steady overload changes no level, so its estimate was saved only at the
+// level change that began it and let go by a restart ten minutes in.
+const capacitySaveEvery = time.Minute
+
+// capacityDue reports whether the capacity estimate should be saved: it
+// has moved on by capacitySaveEvery since the last save. A save that
+// failed is retried on the health check, not here.
+func (c *Controller) capacityDue() bool {
+	r := &c.run
+	at := r.m.CapacityAt()
+	return c.store != nil && !r.unsaved && !at.IsZero() && at.Sub(r.capacityAt) >= capacitySaveEvery
 }
 
 // numbered turns entries into history entries numbered from seq + 1 at

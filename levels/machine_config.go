@@ -167,6 +167,19 @@ func (m *Machine) Saved() Saved {
 	return s
 }
 
+// CapacityAt is when the admission law's capacity estimate was last
+// updated (Saved's Capacity.At), zero without one: a controller saves it
+// again when it has moved on (controller.capacitySaveEvery).
+func (m *Machine) CapacityAt() time.Time {
+	if !m.cfg.graduated() {
+		return time.Time{}
+	}
+	if c := m.law.saved(); c != nil {
+		return c.At
+	}
+	return time.Time{}
+}
+
 // priority is the saved priority threshold of the named level, or
 // math.MaxInt when the saving table did not know it.
 func (s Saved) priority(name string) int {

@@ -102,11 +102,11 @@ const stepZ = 3
 // that never starts again (reporter.steady): a level is held for its
 // dwell, and two bursts in a row, read as a step, took a 10x step one
 // level past the one that fits, to Emergency, for 9 s in one run of five.
-// (Four seconds after
-// the square wave's rise to 1.6x, the average still read Moderate's
-// floor at 588/s of 640; with the last report low by chance too, the band
-// was admitted at 0.268 where 0.195 fitted, the service took 811/s of its
-// 800 for a second, and the queue cost 3 s of answers past the SLO.)
+// (Four seconds after the square wave's rise to 1.6x, the average still
+// read Moderate's floor at 588/s of 640; with the last report low by
+// chance too, the band was admitted at 0.268 where 0.195 fitted, the
+// service took 811/s of its 800 for a second, and the queue cost 3 s of
+// answers past the SLO.)
 func stepUp(count, expected float64) bool {
 	return count > expected+stepZ*math.Sqrt(max(expected, 1))
 }

@@ -333,14 +333,22 @@ const maxCapacity = 1e12
 // Until the law decides again, a restored estimate keeps its own time, so
 // that a daemon restarting twice in a row keeps it too.
 func (l *law) saved() *Capacity {
-	if !l.known || !(l.capacity > 0) {
+	at := l.savedAt()
+	if at.IsZero() {
 		return nil
 	}
-	at := l.decidedAt
-	if at.IsZero() {
-		at = l.restoredAt
+	return &Capacity{PerSecond: l.capacity, OverAt: l.overAt.UTC(), At: at}
+}
+
+// savedAt is the time saved gives the estimate, zero when it saves none.
+func (l *law) savedAt() time.Time {
+	if !l.known || !(l.capacity > 0) {
+		return time.Time{}
 	}
-	return &Capacity{PerSecond: l.capacity, OverAt: l.overAt.UTC(), At: at.UTC()}
+	if l.decidedAt.IsZero() {
+		return l.restoredAt.UTC()
+	}
+	return l.decidedAt.UTC()
 }
 
 // restore adopts a saved estimate at a start now, or says why not: one

@@ -174,10 +174,7 @@ func (m *Machine) CapacityAt() time.Time {
 	if !m.cfg.graduated() {
 		return time.Time{}
 	}
-	if c := m.law.saved(); c != nil {
-		return c.At
-	}
-	return time.Time{}
+	return m.law.savedAt()
 }
 
 // priority is the saved priority threshold of the named level, or

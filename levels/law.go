@@ -109,6 +109,10 @@ type law struct {
 	decidedAt time.Time
 	over      bool
 	overAt    time.Time // when fresh evidence last said overloaded
+	// latency is the latency quantile (ms) of the fresh evidence of
+	// decidedAt, when latencyJudged.
+	latency       float64
+	latencyJudged bool
 	// changedAt is when the automatic admission (level or partial) last
 	// changed: reports judged before it are not evidence of it.
 	changedAt time.Time
@@ -194,11 +198,12 @@ func (l *law) decide(ev evidence, now time.Time) {
 		l.capacity = max(ev.success, (l.capacity+ev.success)/2)
 		l.ceiling, l.overAt = l.capacity, now
 	case saturated:
-		l.capacity, l.ceiling, l.known, l.overAt = ev.success, ev.success, true, now
+		c := max(ev.success, ev.completed)
+		l.capacity, l.ceiling, l.known, l.overAt = c, c, true, now
 	case queued:
 		// A floor, not a measurement: the span may have begun before the
 		// queue did, so the creep may take the estimate past it.
-		l.capacity, l.ceiling, l.known, l.overAt = ev.success, math.Inf(1), true, now
+		l.capacity, l.ceiling, l.known, l.overAt = max(ev.success, ev.completed), math.Inf(1), true, now
 	case !l.known:
 	case draining:
 		// A queue draining runs the service flat out: what it completes is
@@ -253,6 +258,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 		l.drain = 1
 	}
 	l.decidedAt, l.over = now, ev.over
+	l.latency, l.latencyJudged = ev.latency, ev.latencyJudged
 }
 
 // reach is how far the probe of an idle service may take the capacity
@@ -457,11 +463,11 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 	if mv.To > mv.From && !l.known {
 		// No capacity measured yet: the table rule stands, unless fresh
 		// reports say the service is not overloaded (the window lags), and
-		// not on the CPU (judgeCPU: a core in use is not an overload).
+		// as the law reads the signals (tableStep).
 		if l.underloaded(now) {
 			return hold()
 		}
-		to, why := withoutCPU(t, s, mv)
+		to, why := l.tableStep(t, s, mv, now)
 		if to == mv.From {
 			return hold()
 		}
@@ -490,17 +496,32 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 	return a, mv
 }
 
-// withoutCPU is the most severe level of the move from mv.From to mv.To
-// whose thresholds a signal other than the CPU exceeds in s, and that
-// signal; mv.From if none does. (Without a capacity, a CPU step at the
-// first health check after a 3x step took a CPU-bound service to Severe,
-// past Major, the level that fit, for 14 s.)
-func withoutCPU(t *Table, s Sample, mv Move) (int, string) {
-	if _, ok := s.Value(CPU); !ok {
+// tableStep is the most severe level of the move from mv.From to mv.To
+// whose thresholds a signal exceeds in s as the law reads it, and that
+// signal; mv.From if none does. It reads no CPU (judgeCPU: a core in use
+// is not an overload; without a capacity, a CPU step at the first health
+// check after a 3x step took a CPU-bound service to Severe, past Major,
+// the level that fit, for 14 s). It reads the latency the law last judged
+// in fresh reports, when it did within verdictRecent, for the window's:
+// the window holds the reports received since the last step that began
+// before it, and a step up rests on evidence of the previous one. (In
+// degbench overload's cpu3x the first report after the step, 198 ms
+// against 100 ms, took the level to Minor; at the next health check a
+// report the client cut short at the change put the window's p99 over
+// Emergency's threshold, and the level went there, the capacity
+// unmeasured, for its 10 s dwell, admitting the top class alone.)
+func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string) {
+	_, cpu := s.Value(CPU)
+	_, lat := s.Value(Latency)
+	fresh := lat && l.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
+	if !cpu && !fresh {
 		return mv.To, mv.Reason
 	}
 	s = s.Clone()
 	delete(s.Values, CPU)
+	if fresh {
+		s.Values[Latency] = l.latency
+	}
 	for i := mv.To; i > mv.From; i-- {
 		if tr, ok := t.triggerAt(s, i); ok {
 			return i, tr.String()

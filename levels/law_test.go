@@ -479,3 +479,41 @@ func TestLawReadsAStepOfTheLoadAtItsNewRate(t *testing.T) {
 	)
 	runLawSteps(t, AdmissionGraduated, steps)
 }
+
+// TestLawStepsWithoutACapacityOnFreshLatency: a 3x step of a service
+// on one core whose first report is late but under twice the threshold
+// (199 ms against 100 ms: no capacity measured) takes the level to Minor.
+// At the next health check the window's p99 is past Emergency's
+// threshold, from a report the client cut short at the change, which
+// began before it: the level stays at Minor, where the fresh evidence
+// put it, until a fresh report measures the capacity and sizes the step
+// (Major). Read from the window, the step went to Emergency for its
+// dwell, admitting the top class alone.
+func TestLawStepsWithoutACapacityOnFreshLatency(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 800, success: 800, latencyMs: 190, latencyWindowMs: 190,
+			level: "Minor", partial: "null", reason: "latency p99"},
+		{at: 2500 * time.Millisecond, trigger: TriggerTick, latencyWindowMs: 460, level: "Minor", partial: "null"},
+		{at: 3500 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 1000, success: 800, latencyMs: 450, latencyWindowMs: 460,
+			level: "Major", partial: "null", reason: "capacity 800/s of 2400/s offered", capacity: [2]float64{800, 800}},
+	})
+}
+
+// TestLawFirstMeasurementIsNoLessThanTheServiceCarried: a dependency's
+// failures take the level to Emergency before a capacity is measured (the
+// table's level for a failing dependency); then a short span at
+// Emergency admits more than it completes, 50/s against 40/s, while the
+// core works through requests queued before it. The service completed
+// 800/s the second before, so the first measurement of its capacity is
+// 800/s, not 40/s (which would hold the admission to the top class alone
+// for the minute before the estimate may grow past it).
+func TestLawFirstMeasurementIsNoLessThanTheServiceCarried(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerTick, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 15, errorRate: 60,
+			level: "Emergency", partial: "null"},
+		{at: 2300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.3, admitted: 50, success: 40, latencyMs: 450, errorRate: 60, latencyWindowMs: 460,
+			level: "Emergency", partial: "null", capacity: [2]float64{800, 800}},
+	})
+}

@@ -517,3 +517,27 @@ func TestLawFirstMeasurementIsNoLessThanTheServiceCarried(t *testing.T) {
 			level: "Emergency", partial: "null", capacity: [2]float64{800, 800}},
 	})
 }
+
+// TestLawReadsABurstAfterAStepAsABurst: a 10x step reaches the middleware
+// of a saturated stack late, then all at once: the first report after it
+// offers 7x, the next 15x (what the queue before the middleware let
+// through), both steps up, so the average starts again from 15x. The
+// report after them offers 10x, as far down: the burst is over, and the
+// average starts again from it, so Severe's band is admitted at (760 -
+// 400) / 1200, not at the 0.16 of a floor read high for seconds as the
+// burst decays out of the average.
+func TestLawReadsABurstAfterAStepAsABurst(t *testing.T) {
+	var steps []lawStep
+	for s := 1; s <= 5; s++ {
+		steps = append(steps, lawStep{at: time.Duration(s) * time.Second, trigger: TriggerEvent, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"})
+	}
+	steps = append(steps,
+		lawStep{at: 5600 * time.Millisecond, trigger: TriggerEvent, x: 7, secs: 0.6, admitted: 5600, success: 800, latencyMs: 470, latencyWindowMs: 470,
+			level: "Severe", partial: "50 0.12", capacity: [2]float64{800, 800}},
+		lawStep{at: 6200 * time.Millisecond, trigger: TriggerEvent, x: 15, secs: 0.6, admitted: 2000, success: 800, latencyMs: 470, latencyWindowMs: 470,
+			level: "Severe", partial: "null", capacity: [2]float64{800, 800}},
+		lawStep{at: 7200 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 700, success: 700, latencyMs: 40, latencyWindowMs: 470,
+			level: "Severe", partial: "50 0.30"},
+	)
+	runLawSteps(t, AdmissionGraduated, steps)
+}

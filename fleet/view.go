@@ -97,8 +97,10 @@ func (f *Fleet) judge(a Aggregate, now time.Time) *AggregateView {
 	return &AggregateView{Aggregate: a, Received: received, Stale: now.Sub(received) > f.staleAfter()}
 }
 
-// lastView is the last view read, marked disconnected, its aggregate
-// judged by now.
+// lastView is the last view read, marked disconnected, with the newer of
+// its aggregate and the one the watch delivered, judged by now: a view
+// read on demand can hold an aggregate the watch had not delivered yet
+// when etcd went away.
 func (f *Fleet) lastView() View {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -107,10 +109,22 @@ func (f *Fleet) lastView() View {
 	if v.Instances == nil {
 		v.Instances = []InstanceView{}
 	}
-	if f.agg != nil {
-		v.Aggregate = &AggregateView{Aggregate: *f.agg, Received: f.aggAt, Stale: time.Since(f.aggAt) > f.staleAfter()}
+	if h := f.agg; h != nil && (v.Aggregate == nil || !h.olderThan(v.Aggregate.Aggregate)) {
+		v.Aggregate = &AggregateView{Aggregate: *h, Received: f.aggAt}
+	} else if v.Aggregate != nil {
+		a := *v.Aggregate
+		v.Aggregate = &a
+	}
+	if a := v.Aggregate; a != nil {
+		a.Stale = time.Since(a.Received) > f.staleAfter()
 	}
 	return v
+}
+
+// olderThan reports whether a was published before b: by an earlier
+// aggregator (a lower term), or earlier by the same one.
+func (a Aggregate) olderThan(b Aggregate) bool {
+	return a.Term < b.Term || a.Term == b.Term && a.At.Before(b.At)
 }
 
 // staleAfter is how old (by receipt) an aggregate may be.

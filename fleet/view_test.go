@@ -73,3 +73,29 @@ func TestDeliverKeepsEtcdsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLastViewKeepsTheNewestAggregate: with etcd gone, the fleet view is
+// the last one read, with the newer of its aggregate and the one the
+// watch delivered: a view read on demand can hold an aggregate the watch
+// had not delivered yet, and the watch can deliver one after the last
+// view was read.
+func TestLastViewKeepsTheNewestAggregate(t *testing.T) {
+	f, err := New(Options{Endpoints: []string{"http://127.0.0.1:1"}, Name: "shop", Instance: "a", InstanceTTL: 2 * time.Second, Tick: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	watched := Aggregate{Levels: map[string]int{"Normal": 3}, Term: 3, At: now.Add(-time.Second)}
+	read := Aggregate{Levels: map[string]int{"Major": 3}, Term: 3, At: now}
+	f.agg, f.aggAt = &watched, now.Add(-time.Second)
+	f.view = View{Connected: true, Aggregate: &AggregateView{Aggregate: read, Received: now}}
+	v := f.Document(t.Context(), 10)
+	if v.Connected || v.Aggregate == nil || v.Aggregate.Levels["Major"] != 3 || v.Aggregate.Stale {
+		t.Errorf("etcd gone, the view read holding the newer aggregate: %+v, want its Major: 3, fresh, disconnected", v.Aggregate)
+	}
+	later := Aggregate{Levels: map[string]int{"Severe": 3}, Term: 4, At: now.Add(-3 * time.Second)}
+	f.agg, f.aggAt = &later, now.Add(-3*time.Second)
+	if v := f.Document(t.Context(), 10); v.Aggregate == nil || v.Aggregate.Levels["Severe"] != 3 || !v.Aggregate.Stale {
+		t.Errorf("etcd gone, the watch holding a later term: %+v, want its Severe: 3, stale by its receipt 3 s ago", v.Aggregate)
+	}
+}

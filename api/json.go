@@ -69,7 +69,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) *httpError {
 	}
 	reflect.ValueOf(v).Elem().SetZero() // what the first decode left
 	keys := json.NewDecoder(bytes.NewReader(data))
-	if err := checkKeys(keys, reflect.TypeOf(v)); err != nil {
+	if err := checkKeys(keys, reflect.TypeOf(v), ""); err != nil {
 		return err
 	}
 	if _, err := keys.Token(); !errors.Is(err, io.EOF) {
@@ -85,9 +85,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) *httpError {
 
 // checkKeys reads one JSON value from dec and refuses a key that appears
 // twice in one object, or that names no field of t exactly (encoding/json
-// would match it case-insensitively). t may be nil where the shape is not
-// known; type mismatches are left to the decoder.
-func checkKeys(dec *json.Decoder, t reflect.Type) *httpError {
+// would match it case-insensitively), naming it after path, the keys of
+// the objects it is in ("admission."). t may be nil where the shape is
+// not known; type mismatches are left to the decoder.
+func checkKeys(dec *json.Decoder, t reflect.Type, path string) *httpError {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -105,21 +106,21 @@ func checkKeys(dec *json.Decoder, t reflect.Type) *httpError {
 			}
 			key := tok.(string) // an object's keys are strings
 			if seen[key] {
-				return &httpError{http.StatusBadRequest, fmt.Sprintf("duplicate field %q", key)}
+				return &httpError{http.StatusBadRequest, fmt.Sprintf("duplicate field %q", path+key)}
 			}
 			seen[key] = true
 			elem, ok := valueType(t, []byte(key))
 			if !ok {
-				return unknownField(t, key)
+				return unknownField(t, path, key)
 			}
-			if err := checkKeys(dec, elem); err != nil {
+			if err := checkKeys(dec, elem, path+key+"."); err != nil {
 				return err
 			}
 		}
 	case json.Delim('['):
 		elem := elemType(t)
 		for dec.More() {
-			if err := checkKeys(dec, elem); err != nil {
+			if err := checkKeys(dec, elem, path); err != nil {
 				return err
 			}
 		}
@@ -195,13 +196,13 @@ func jsonName(f reflect.StructField) string {
 	return tag
 }
 
-// unknownField names key and, when it differs only in case from a field,
-// the field's spelling.
-func unknownField(t reflect.Type, key string) *httpError {
-	msg := fmt.Sprintf("unknown field %q", key)
+// unknownField names key after path and, when it differs only in case
+// from a field, the field's spelling.
+func unknownField(t reflect.Type, path, key string) *httpError {
+	msg := fmt.Sprintf("unknown field %q", path+key)
 	for f := range t.Fields() {
 		if n := jsonName(f); n != "-" && strings.EqualFold(n, key) {
-			msg += fmt.Sprintf(" (field names are case-sensitive: %q)", n)
+			msg += fmt.Sprintf(" (field names are case-sensitive: %q)", path+n)
 		}
 	}
 	return &httpError{http.StatusBadRequest, msg}

@@ -14,7 +14,7 @@ import (
 // checkKeys and the single-value rule.
 func strictlyAccepted(data []byte, t reflect.Type) bool {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if checkKeys(dec, t) != nil {
+	if checkKeys(dec, t, "") != nil {
 		return false
 	}
 	_, err := dec.Token()

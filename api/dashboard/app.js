@@ -419,6 +419,21 @@
     $('fleet-errors').textContent = (missing(f.error_rate_percent) ? 'no attempts reported' : f.error_rate_percent.toFixed(2) + '%') +
       ' (' + f.window_failures + ' failed of ' + f.window_attempts + ' attempts)';
 
+    // The aggregator: the instance that sums the reports, its term, when
+    // its last sum was published, and whether that sum is stale (then the
+    // fleet error rate is this instance's own).
+    const ag = f.aggregator;
+    const agEl = $('fleet-aggregator');
+    agEl.dataset.stale = ag && ag.stale ? 'true' : 'false';
+    if (!ag) {
+      agEl.textContent = 'none yet: no instance has summed the reports';
+    } else {
+      const when = el('span', { class: 'time' });
+      ago(when, ag.at);
+      agEl.replaceChildren((ag.instance === f.instance ? ag.instance + ' (this one)' : ag.instance) + ', term ' + ag.term + ', summed ', when,
+        ag.stale ? '. Stale: this instance judges by its own error rate until a new sum arrives' : '');
+    }
+
     const rows = (f.instances || []).map((i) => {
       const seen = el('td', { class: 'time' });
       ago(seen, i.seen_at);

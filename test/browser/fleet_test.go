@@ -68,8 +68,10 @@ const fleetRequests = `performance.getEntriesByType('resource').filter((e) => ne
 
 // TestDashboardShowsTheFleet: with fleet mode on, the dashboard shows the
 // fleet panel: connected to etcd, this instance in the table at its level,
-// then the fleet override an operator sets, with the instance pinned by
-// it, and "Disconnected" in words once etcd goes away, the override kept.
+// the aggregator (this instance, its term, when it last summed), then the
+// fleet override an operator sets, with the instance pinned by it, and
+// "Disconnected" in words once etcd goes away, the override kept and the
+// aggregate said to be stale once it is.
 func TestDashboardShowsTheFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser and etcd")
@@ -103,6 +105,8 @@ fleet:
 	p.waitFor("one instance, a, at Normal", instanceRows("a (this one)|Normal|auto"), 10*time.Second)
 	p.waitFor("the level counts", text("fleet-levels", "Normal 1"), 2*time.Second)
 	p.waitFor("the fleet error rate", text("fleet-errors", "no attempts reported (0 failed of 0 attempts)"), 2*time.Second)
+	p.waitFor("the aggregator is this instance, fresh", contains("fleet-aggregator", "a (this one), term ")+" && "+
+		contains("fleet-aggregator", " ago")+` && document.getElementById('fleet-aggregator').dataset.stale === 'false'`, 10*time.Second)
 
 	const reason = "INC-7 fleet-wide shedding"
 	if code, body := d.call(t, "PUT", "/v1/fleet/override", `{"level":"Major","mode":"pin","ttl":"1h","reason":"`+reason+`"}`, adminToken); code != http.StatusOK {
@@ -120,6 +124,8 @@ fleet:
 	p.waitFor("the panel says it is disconnected", `document.getElementById('fleet-conn').dataset.state === 'disconnected' &&
 		document.getElementById('fleet-conn').textContent.startsWith('Disconnected: etcd cannot be reached')`, 15*time.Second)
 	p.waitFor("the fleet override is kept", contains("fleet-override", "Pinned at Major until"), time.Second)
+	p.waitFor("the aggregate goes stale, in words", contains("fleet-aggregator", "Stale: this instance judges by its own error rate")+
+		` && document.getElementById('fleet-aggregator').dataset.stale === 'true'`, 10*time.Second)
 	if n := eval[int](p, fleetRequests); n > 60 {
 		t.Errorf("the page read GET /v1/fleet %d times; it reads at most once a second", n)
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -31,16 +30,7 @@ func TestOutcomesAdmissionBadInput(t *testing.T) {
 		{"field name case", adm(`"sequence":1,"Seconds":1`), `unknown field "admission.Seconds" (field names are case-sensitive: "admission.seconds")`},
 		{"duplicated key", adm(`"sequence":1,"seconds":1,"seconds":2`), `duplicate field "admission.seconds"`},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			r, win := latencyRig(t)
-			w := r.do("POST", "/v1/outcomes", tt.body)
-			if got := decodeBody[errorBody](t, w).Error; w.Code != http.StatusBadRequest || !strings.Contains(got, tt.want) {
-				t.Errorf("%s: %d %q, want 400 naming %q", tt.body, w.Code, got, tt.want)
-			}
-			if a, _ := win.Totals(time.Now()); a != 0 {
-				t.Errorf("a refused report reached the window: %d attempts", a)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { refusesOutcomes(t, tt.body, tt.want) })
 	}
 	r, win := latencyRig(t)
 	if w := r.do("POST", "/v1/outcomes", adm(`"sequence":1,"admitted":10,"seconds":1,"reporter":"9f3a","offered":{"60":10}`)); w.Code != http.StatusAccepted {

@@ -116,16 +116,22 @@ func TestOutcomesLatencyCountsBadInput(t *testing.T) {
 		{"latency without outcomes", `{"latency_counts":` + counts(0, 1) + `}`, `body must have "success" and/or "failure"`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, win := latencyRig(t)
-			w := r.do("POST", "/v1/outcomes", tt.body)
-			if got := decodeBody[errorBody](t, w).Error; w.Code != http.StatusBadRequest || !strings.Contains(got, tt.want) {
-				t.Errorf("%s: %d %q, want 400 naming %q", tt.body, w.Code, got, tt.want)
-			}
-			if a, _ := win.Totals(time.Now()); a != 0 {
-				t.Errorf("a refused report reached the window: %d attempts", a)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { refusesOutcomes(t, tt.body, tt.want) })
+	}
+}
+
+// refusesOutcomes posts body to POST /v1/outcomes of a new latencyRig and
+// checks that it is refused with a 400 naming want, and that nothing of
+// it reached the window.
+func refusesOutcomes(t *testing.T, body, want string) {
+	t.Helper()
+	r, win := latencyRig(t)
+	w := r.do("POST", "/v1/outcomes", body)
+	if got := decodeBody[errorBody](t, w).Error; w.Code != http.StatusBadRequest || !strings.Contains(got, want) {
+		t.Errorf("%s: %d %q, want 400 naming %q", body, w.Code, got, want)
+	}
+	if a, _ := win.Totals(time.Now()); a != 0 {
+		t.Errorf("a refused report reached the window: %d attempts", a)
 	}
 }
 

@@ -90,6 +90,16 @@ func runLawStepsOn(t *testing.T, tab *Table, mode AdmissionMode, steps []lawStep
 	}
 }
 
+// quietSeconds is n one-second reports, at 1 s to n s, of the mix at x
+// times the capacity, all of it admitted and answered in 15 ms: Normal.
+func quietSeconds(x float64, n int) []lawStep {
+	steps := make([]lawStep, 0, n)
+	for s := 1; s <= n; s++ {
+		steps = append(steps, lawStep{at: time.Duration(s) * time.Second, trigger: TriggerEvent, x: x, secs: 1, admitted: math.Round(x * 800), success: math.Round(x * 800), latencyMs: 15, level: "Normal", partial: "null"})
+	}
+	return steps
+}
+
 // lawPartial writes a partial admission for a step table: "null", or
 // the band's from and the fraction to 0.01.
 func lawPartial(p *Partial) string {
@@ -463,11 +473,7 @@ func TestLawStepsUpOnTheAverageOfferedLoad(t *testing.T) {
 // the load: the average starts again from the second, and reads 1.56x
 // here, so the band is admitted at 0.22.
 func TestLawReadsAStepOfTheLoadAtItsNewRate(t *testing.T) {
-	var steps []lawStep
-	for s := 1; s <= 10; s++ {
-		steps = append(steps, lawStep{at: time.Duration(s) * time.Second, trigger: TriggerEvent, x: 0.6, secs: 1, admitted: 480, success: 480, latencyMs: 15, level: "Normal", partial: "null"})
-	}
-	steps = append(steps,
+	steps := append(quietSeconds(0.6, 10),
 		lawStep{at: 11 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 1280, success: 800, latencyMs: 470, latencyWindowMs: 470,
 			level: "Moderate", partial: "null", capacity: [2]float64{800, 800}},
 		lawStep{at: 12 * time.Second, trigger: TriggerEvent, x: 1.6, secs: 1, admitted: 640, success: 800, latencyMs: 300, latencyWindowMs: 470,
@@ -527,11 +533,7 @@ func TestLawFirstMeasurementIsNoLessThanTheServiceCarried(t *testing.T) {
 // 400) / 1200, not at the 0.16 of a floor read high for seconds as the
 // burst decays out of the average.
 func TestLawReadsABurstAfterAStepAsABurst(t *testing.T) {
-	var steps []lawStep
-	for s := 1; s <= 5; s++ {
-		steps = append(steps, lawStep{at: time.Duration(s) * time.Second, trigger: TriggerEvent, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"})
-	}
-	steps = append(steps,
+	steps := append(quietSeconds(0.5, 5),
 		lawStep{at: 5600 * time.Millisecond, trigger: TriggerEvent, x: 7, secs: 0.6, admitted: 5600, success: 800, latencyMs: 470, latencyWindowMs: 470,
 			level: "Severe", partial: "50 0.12", capacity: [2]float64{800, 800}},
 		lawStep{at: 6200 * time.Millisecond, trigger: TriggerEvent, x: 15, secs: 0.6, admitted: 2000, success: 800, latencyMs: 470, latencyWindowMs: 470,

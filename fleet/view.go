@@ -109,14 +109,14 @@ func (f *Fleet) lastView() View {
 	if v.Instances == nil {
 		v.Instances = []InstanceView{}
 	}
-	if h := f.agg; h != nil && (v.Aggregate == nil || !h.olderThan(v.Aggregate.Aggregate)) {
-		v.Aggregate = &AggregateView{Aggregate: *h, Received: f.aggAt}
-	} else if v.Aggregate != nil {
-		a := *v.Aggregate
-		v.Aggregate = &a
+	agg := v.Aggregate
+	if h := f.agg; h != nil && (agg == nil || !h.olderThan(agg.Aggregate)) {
+		agg = &AggregateView{Aggregate: *h, Received: f.aggAt}
 	}
-	if a := v.Aggregate; a != nil {
+	if agg != nil {
+		a := *agg // f.view keeps its own
 		a.Stale = time.Since(a.Received) > f.staleAfter()
+		v.Aggregate = &a
 	}
 	return v
 }

@@ -76,7 +76,7 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 			if r.up[p] {
 				n.stepped[p] = float64(c) * n.seconds / seconds
 			}
-		case r.up[p] && float64(c) < expected-stepZ*math.Sqrt(max(expected, 1)):
+		case r.up[p] && stepDown(float64(c), expected):
 			// As far down right after a step up: that report was the
 			// burst a queue before the middleware let through, and this
 			// one is the load (stepUp).
@@ -123,6 +123,12 @@ const stepZ = 3
 // to 0.19 where 0.30 fitted, for 5 s as the burst decayed out of it.
 func stepUp(count, expected float64) bool {
 	return count > expected+stepZ*math.Sqrt(max(expected, 1))
+}
+
+// stepDown reports whether count is as far below expected as stepUp's
+// are above it.
+func stepDown(count, expected float64) bool {
+	return count < expected-stepZ*math.Sqrt(max(expected, 1))
 }
 
 // rate is the reporter's offered load at priority p, as the fraction

@@ -60,6 +60,10 @@ const (
 	// between two changes.
 	fractionStep = 0.02
 	partialEvery = 250 * time.Millisecond
+	// peakFor is how long a capacity measurement sizes the steps up of the
+	// level after it, however far later ones fall (law.peak): a level is
+	// held for its dwell, a measurement of a saturated stack is not.
+	peakFor = 2 * time.Second
 )
 
 // law is the graduated admission law's state (DESIGN.md "Overload
@@ -86,6 +90,18 @@ type law struct {
 	// ceiling is the capacity last measured (or probed while idle): the
 	// creep goes no further.
 	ceiling float64
+	// peak is the highest capacity estimate since peakAt, at most peakFor
+	// ago: a step up of the level fits the target it gives (fitLevel). A
+	// stack starved of CPU completes in bursts, and its measurements
+	// whipsaw: in degbench overload's crash3x, with four systems loading
+	// two cores, 665/s, 508/s and 380/s within 1.8 s, then 803/s. Read at
+	// the low point, the level stepped past the one that fits, to Severe,
+	// and its dwell held the admission to 466/s for 10 s while the service
+	// answered everything in 20-45 ms. The fraction still follows the
+	// estimate at once, and a capacity that stays low moves the level
+	// peakFor later.
+	peak   float64
+	peakAt time.Time
 	// restoredAt is the time of the estimate a start restored (law.restore),
 	// zero otherwise: saved's time until the law decides again.
 	restoredAt time.Time
@@ -240,6 +256,9 @@ func (l *law) decide(ev evidence, now time.Time) {
 		l.ceiling = max(l.ceiling, l.capacity)
 	}
 	l.target = headroom * l.capacity
+	if l.known && (l.capacity >= l.peak || now.Sub(l.peakAt) >= peakFor) {
+		l.peak, l.peakAt = l.capacity, now
+	}
 	switch {
 	case saturated || queued:
 		l.startDrain(ev, now)
@@ -371,6 +390,7 @@ func (l *law) restore(c Capacity, now time.Time) error {
 	}
 	l.capacity, l.ceiling, l.known = c.PerSecond, c.PerSecond, true
 	l.target = headroom * l.capacity
+	l.peak, l.peakAt = l.capacity, now
 	l.overAt, l.restoredAt = clampPast(c.OverAt, now), clampPast(c.At, now)
 	// The admission changed at the start (partial null): a report whose
 	// interval began before it is not evidence of what is published now.
@@ -424,7 +444,8 @@ func (l *law) fits(t *Table, i int, scale float64) bool {
 
 // fitLevel is the least severe level whose threshold sheds enough, with the
 // dead band: the level below it would admit more than target x (1 +
-// stepMargin). From a level that sheds part of the load it reads the
+// stepMargin), the target of the highest capacity measured within peakFor
+// (law.peak). From a level that sheds part of the load it reads the
 // offered load halfway between its average and the last report's rate
 // (reporter.steady), not the higher of the two (which the fraction follows): a
 // level is held for its dwell, and on a saturated core the requests reach
@@ -439,8 +460,9 @@ func (l *law) fitLevel(t *Table, from int) int {
 	if l.admittedFrom(t.Level(from).PriorityThreshold) < l.admittedFrom(0) {
 		load = l.steadyFrom
 	}
+	target := headroom * max(l.capacity, l.peak)
 	for i := range t.Len() {
-		if !l.known || load(t.Level(i).PriorityThreshold) <= l.target*(1+stepMargin) {
+		if !l.known || load(t.Level(i).PriorityThreshold) <= target*(1+stepMargin) {
 			return i
 		}
 	}

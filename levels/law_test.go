@@ -362,6 +362,30 @@ func TestLawReadsABurstyCoreOverTheLastSecond(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), steps...))
 }
 
+// TestLawStepsTheLevelOnTheRecentPeak: a stack starved of CPU completes
+// in bursts, and its measurements whipsaw. A second that completed 251/s
+// right after one that measured 665/s averages the estimate to 458/s, at
+// which Major's floor (480/s) does not fit; the level stays at Major, the
+// level that fits 665/s, measured a second before, and the band stays shed.
+// (Read at the low point, degbench overload's crash3x stepped to Severe
+// with four systems loading two cores, and its dwell held the admission
+// to 466/s for 10 s of answers in 20-45 ms.) A capacity that stays low
+// moves the level peakFor after the peak: Severe at 3.5 s, its band
+// admitted in part.
+func TestLawStepsTheLevelOnTheRecentPeak(t *testing.T) {
+	starved := func(at time.Duration, level, partial string, lo, hi float64) lawStep {
+		return lawStep{at: at, trigger: TriggerEvent, x: 3, secs: 1, admitted: 441, success: 251, latencyMs: 200, latencyWindowMs: 450,
+			level: level, partial: partial, capacity: [2]float64{lo, hi}}
+	}
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 972, success: 665, latencyMs: 450, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{665, 665}},
+		starved(2*time.Second, "Major", "null", 458, 458),
+		// Severe's band (priority 60) at (0.95 x 354 - 120) / 360.
+		starved(3500*time.Millisecond, "Severe", "50 0.60", 354, 355),
+	})
+}
+
 // TestLawLevelsMode: admission.mode levels publishes no partial admission,
 // and the table's rule alone moves the level (the saturated latency asks
 // for Emergency, and gets it).

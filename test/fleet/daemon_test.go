@@ -195,6 +195,9 @@ func metric(t *testing.T, r *daemontest.Rig, name string) string {
 // put sets a fleet pin through r and fails the test unless it answers 200.
 func put(t *testing.T, r *daemontest.Rig, level, reason, ttl string) {
 	t.Helper()
+	// A daemon just started, or whose etcd just came back, answers 503
+	// until it is connected (the API's contract: nothing is changed).
+	eventually(t, 10*time.Second, "the daemon connects to etcd", func() bool { return fleetView(t, r).Connected })
 	code, body := call(t, "PUT", r.URL+"/v1/fleet/override", fmt.Sprintf(`{"level":%q,"mode":"pin","ttl":%q,"reason":%q}`, level, ttl, reason))
 	if code != http.StatusOK {
 		t.Fatalf("PUT /v1/fleet/override %s: %d %s", level, code, body)

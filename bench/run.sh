@@ -2,7 +2,7 @@
 # bench/run.sh: every performance measurement of degraded, side by side with
 # its peers, then docs/performance.md rewritten from the results.
 #
-#   bench/run.sh            full run (about 28 minutes on 2 cores)
+#   bench/run.sh            full run (about 35 minutes on 2 cores)
 #   QUICK=1 bench/run.sh    one-iteration smoke (about 3 minutes): writes
 #                           bench/results/quick/performance-quick.md, not the docs
 #
@@ -109,7 +109,7 @@ fi
 # The overload step (degbench overload): a fixed-capacity service behind
 # each system under 3x, 10x, a 12x spike of the lowest class, a square
 # wave and a CPU-bound 3x (the service pinned to core 0 with taskset, the
-# generator and the daemon to core 1). About 10 minutes; a few seconds per
+# generator and the daemon to core 1). About 17 minutes; a few seconds per
 # phase with QUICK=1.
 overload_args=()
 [ "$QUICK" = 1 ] && overload_args+=(-quick)
@@ -156,7 +156,7 @@ else
 fi
 
 step "overload: a fixed-capacity service under overload, each system in front"
-timeout 1200 "$bin/degbench" overload -binary "$bin/degraded" "${overload_args[@]}" -out "$results/overload.json"
+timeout 1800 "$bin/degbench" overload -binary "$bin/degraded" "${overload_args[@]}" -out "$results/overload.json"
 
 step "report"
 "$bin/degbench" report -results "$results" -findings "$here/findings.md" -out "$out"

@@ -27,7 +27,7 @@ func (r *report) writeOverload(b *strings.Builder) {
 	p("the loaded machine does not lower the capacity. The load: open-loop Poisson arrivals (the\n")
 	p("generator never waits for answers; at most %d in flight per system, an arrival beyond that\n", o.InflightCap)
 	p("counts as failed), %s, header `X-Priority`. Every system gets the same arrivals\n", classMix(o))
-	p("(seed %d) on a fresh service and daemon. To keep the step near 10 minutes on 2 cores, systems\n", o.Seed)
+	p("(seed %d) on a fresh service and daemon. To keep the step near 17 minutes on 2 cores, systems\n", o.Seed)
 	p("whose peak offered rates add up to little enough run at the same time (each scenario says which);\n")
 	p("the CPU-bound variant runs one at a time. In front of the service:\n\n")
 	p("- **none**: no shedding;\n")

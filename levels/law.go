@@ -91,7 +91,8 @@ type law struct {
 	// creep goes no further.
 	ceiling float64
 	// peak is the highest capacity estimate since peakAt, at most peakFor
-	// ago: a step up of the level fits the target it gives (fitLevel). A
+	// ago, never below capacity (decide and restore set both): a step up
+	// of the level fits the target it gives (fitLevel). A
 	// stack starved of CPU completes in bursts, and its measurements
 	// whipsaw: in degbench overload's crash3x, with four systems loading
 	// two cores, 665/s, 508/s and 380/s within 1.8 s, then 803/s. Read at
@@ -120,15 +121,11 @@ type law struct {
 	// level has moved (partialFor sizes it).
 	drainFrom time.Time
 	drainFor  float64
-	// decidedAt is when fresh evidence last updated them, and over what it
-	// said of the load.
+	// decidedAt is when fresh evidence last updated them, and judged what
+	// it said of the load (its over, its latency quantile).
 	decidedAt time.Time
-	over      bool
+	judged    verdict
 	overAt    time.Time // when fresh evidence last said overloaded
-	// latency is the latency quantile (ms) of the fresh evidence of
-	// decidedAt, when latencyJudged.
-	latency       float64
-	latencyJudged bool
 	// changedAt is when the automatic admission (level or partial) last
 	// changed: reports judged before it are not evidence of it.
 	changedAt time.Time
@@ -276,8 +273,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 	if !now.Before(l.drainUntil) {
 		l.drain = 1
 	}
-	l.decidedAt, l.over = now, ev.over
-	l.latency, l.latencyJudged = ev.latency, ev.latencyJudged
+	l.decidedAt, l.judged = now, ev.verdict
 }
 
 // reach is how far the probe of an idle service may take the capacity
@@ -408,7 +404,7 @@ const verdictRecent = 3 * time.Second
 // underloaded reports whether recent fresh evidence says the service is
 // not overloaded.
 func (l *law) underloaded(now time.Time) bool {
-	return !l.decidedAt.IsZero() && !l.over && now.Sub(l.decidedAt) <= verdictRecent
+	return !l.decidedAt.IsZero() && !l.judged.over && now.Sub(l.decidedAt) <= verdictRecent
 }
 
 // admittedFrom is the offered load at priorities >= threshold.
@@ -460,7 +456,7 @@ func (l *law) fitLevel(t *Table, from int) int {
 	if l.admittedFrom(t.Level(from).PriorityThreshold) < l.admittedFrom(0) {
 		load = l.steadyFrom
 	}
-	target := headroom * max(l.capacity, l.peak)
+	target := headroom * l.peak
 	for i := range t.Len() {
 		if !l.known || load(t.Level(i).PriorityThreshold) <= target*(1+stepMargin) {
 			return i
@@ -535,14 +531,14 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string) {
 	_, cpu := s.Value(CPU)
 	_, lat := s.Value(Latency)
-	fresh := lat && l.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
+	fresh := lat && l.judged.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
 	if !cpu && !fresh {
 		return mv.To, mv.Reason
 	}
 	s = s.Clone()
 	delete(s.Values, CPU)
 	if fresh {
-		s.Values[Latency] = l.latency
+		s.Values[Latency] = l.judged.latency
 	}
 	for i := mv.To; i > mv.From; i-- {
 		if tr, ok := t.triggerAt(s, i); ok {

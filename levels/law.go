@@ -125,7 +125,10 @@ type law struct {
 	// it said of the load (its over, its latency quantile).
 	decidedAt time.Time
 	judged    verdict
-	overAt    time.Time // when fresh evidence last said overloaded
+	// full says the last fresh decision saw a queue past twice the
+	// threshold that the clients kept full (decide: standing).
+	full   bool
+	overAt time.Time // when fresh evidence last said overloaded
 	// changedAt is when the automatic admission (level or partial) last
 	// changed: reports judged before it are not evidence of it.
 	changedAt time.Time
@@ -256,8 +259,20 @@ func (l *law) decide(ev evidence, now time.Time) {
 	if l.known && (l.capacity >= l.peak || now.Sub(l.peakAt) >= peakFor) {
 		l.peak, l.peakAt = l.capacity, now
 	}
+	// standing: a queue past twice the threshold that the clients keep
+	// full, admitting about what the service completes, is not draining,
+	// and the capacity that stands under it keeps it standing; it is
+	// drained as a saturation's queue is. It takes two fresh decisions in
+	// a row, since the first report after a drain still carries the tail
+	// of the queue it drained. (Read as draining, in degbench overload's
+	// cpu3x, one run in about ten: a hiccup of the core left a queue of
+	// 200-400 ms, the band stayed admitted at 200/s of a 200/s core, and
+	// for 5 s every answer, the top class's too, came past the SLO.)
+	full := l.known && !saturated && ev.pressure && ev.backlog >= 2 && l.drain == 1 && ev.demand >= ev.success*(1-saturation)
+	standing := full && l.full
+	l.full = full
 	switch {
-	case saturated || queued:
+	case saturated || queued || standing:
 		l.startDrain(ev, now)
 	case l.drain < 1 && !ev.pressure:
 		// Drained before its time: requests admitted after the drain began

@@ -164,8 +164,10 @@ type law struct {
 // a sampled signal over half its threshold, the clients admitting more
 // than it completes. Then what it completes is what it can
 // carry. Under pressure without saturation the queue is draining (a
-// latency far over its threshold: the capacity stands) or the load is at
-// the edge (the capacity is cut by edgeCut). While every signal is quiet
+// latency far over its threshold: the capacity stands; one the clients
+// keep full is drained as a saturation's is, standing below) or the load
+// is at the edge (the capacity is cut by edgeCut per second of the
+// reports). While every signal is quiet
 // (below half its threshold), a law that sheds creeps the capacity up
 // (creepRate), so that it settles between half the threshold and the
 // threshold rather than below, and an idle service is probed fast

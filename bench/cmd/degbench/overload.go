@@ -50,6 +50,7 @@ type overloadOptions struct {
 	// serves 600/s beside one other. The benchmark compares gates, not the
 	// machine's spare cores.
 	concurrentRate float64
+	fixed          string // system fixed's admission (fixedAdmission's form)
 	out            string
 }
 
@@ -82,6 +83,7 @@ type overloadResult struct {
 	CPUDaemonConfig string
 	CPUSignal       string // how the CPU-bound daemon read CPU
 	BBRThreshold    int64
+	Fixed           string `json:",omitempty"` // system fixed's admission, when it ran
 	ServiceCPU      string
 	LoadCPU         string
 	Levels          []levelRow
@@ -96,7 +98,14 @@ type scenarioResult struct {
 	Groups [][]string
 }
 
-var allSystems = []string{sysNone, sysFailsafe, sysAegis, sysLevels, sysGraduated}
+// allSystems are the systems `degbench overload` knows, in the order its
+// report shows them; defaultSystems those it runs unless told: all but
+// fixed, which needs its admission (-fixed) and is a reference, not a
+// peer (fixedAdmission).
+var (
+	allSystems     = []string{sysNone, sysFailsafe, sysAegis, sysLevels, sysGraduated, sysFixed}
+	defaultSystems = allSystems[:5]
+)
 
 func overloadCmd(args []string) error {
 	fs := flag.NewFlagSet("overload", flag.ExitOnError)
@@ -113,7 +122,8 @@ func overloadCmd(args []string) error {
 	fs.IntVar(&o.inflightCap, "inflight-cap", 4000, "most requests in flight per system; an arrival beyond is failed")
 	fs.DurationVar(&o.bin, "bin", 250*time.Millisecond, "width of the result bins")
 	fs.BoolVar(&o.quick, "quick", false, "a few seconds per phase (QUICK=1's smoke)")
-	systems := fs.String("systems", strings.Join(allSystems, ","), "systems to run")
+	systems := fs.String("systems", strings.Join(defaultSystems, ","), "systems to run (known: "+strings.Join(allSystems, ", ")+")")
+	fixed := fs.String("fixed", "", "system fixed's admission: threshold[,from:fraction], e.g. 60,40:0.3 (priorities >= 60, and 40 up to 60 at 0.3)")
 	scenarios := fs.String("scenarios", "", "scenarios to run (default: all)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the arrivals (the same for every system)")
 	fs.StringVar(&o.serviceCPU, "service-cpu", "0", "CPU-bound variant: the service's core")
@@ -129,6 +139,13 @@ func overloadCmd(args []string) error {
 		if !slices.Contains(allSystems, s) {
 			return fmt.Errorf("unknown system %q (known: %s)", s, strings.Join(allSystems, ", "))
 		}
+	}
+	if slices.Contains(o.systems, sysFixed) {
+		f, err := parseFixed(*fixed)
+		if err != nil {
+			return fmt.Errorf("system fixed needs -fixed: %w", err)
+		}
+		o.fixed = f.String()
 	}
 	lengths := fullLengths
 	if o.quick {
@@ -161,7 +178,7 @@ func overloadCmd(args []string) error {
 	res := overloadResult{
 		Quick: o.quick, Workers: o.workers, ServiceMs: ms(o.serviceTime), QueueWaitMs: ms(o.queueWait),
 		CPUWorkers: o.cpuWorkers, BurnMs: ms(o.burn), BinSeconds: o.bin.Seconds(), InflightCap: o.inflightCap,
-		Seed: o.seed, AdmissionKey: env.admissionKey, RequestStart: o.requestStart, BBRThreshold: o.bbrThreshold,
+		Seed: o.seed, AdmissionKey: env.admissionKey, RequestStart: o.requestStart, BBRThreshold: o.bbrThreshold, Fixed: o.fixed,
 		ServiceCPU: o.serviceCPU, LoadCPU: o.loadCPU, DaemonConfig: env.daemonConfig(false, modeGraduated),
 	}
 	for _, c := range overloadClasses {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/degraded/degraded/client"
@@ -30,6 +32,7 @@ const (
 	gateFailsafe = "failsafe"
 	gateAegis    = "aegis"
 	gateDegraded = "degraded" // the middleware; the daemon's mode makes the system
+	gateFixed    = "fixed"    // a fixed admission (fixedAdmission), the reference no law beats
 )
 
 // failsafePriority maps a request's X-Priority to failsafe-go's classes:
@@ -110,6 +113,67 @@ func aegisGate(cpuThreshold int64) func(http.Handler) http.Handler {
 	}
 }
 
+// fixedAdmission is a fixed admission, as a state document states one:
+// priorities >= Threshold are admitted, those in [From, Threshold) with
+// probability Fraction, the rest shed. Run at a sweep of fractions
+// (`degbench overload -systems fixed -fixed ...`), it finds the most a
+// fixed admission serves within the SLO: what the service can carry
+// under the scenario's load, the shed requests' cost to its core
+// included, with none of a feedback law's errors. It is a reference, not
+// a peer: it knows the load and the capacity in advance, which no system
+// in front of a real service does.
+type fixedAdmission struct {
+	Threshold, From int
+	Fraction        float64
+}
+
+// String is the flag's form: "60,40:0.3", or "60" with no partial.
+func (f fixedAdmission) String() string {
+	if f.Fraction == 0 {
+		return strconv.Itoa(f.Threshold)
+	}
+	return fmt.Sprintf("%d,%d:%g", f.Threshold, f.From, f.Fraction)
+}
+
+// parseFixed reads a fixedAdmission from its flag's form.
+func parseFixed(s string) (fixedAdmission, error) {
+	var f fixedAdmission
+	head, partial, hasPartial := strings.Cut(s, ",")
+	t, err := strconv.Atoi(head)
+	if err != nil {
+		return f, fmt.Errorf("fixed admission %q: the threshold %q is not an integer", s, head)
+	}
+	f.Threshold = t
+	if !hasPartial {
+		return f, nil
+	}
+	from, frac, ok := strings.Cut(partial, ":")
+	if !ok {
+		return f, fmt.Errorf("fixed admission %q: the partial %q is not from:fraction", s, partial)
+	}
+	if f.From, err = strconv.Atoi(from); err != nil || f.From >= t {
+		return f, fmt.Errorf("fixed admission %q: the partial's from %q is not an integer below the threshold %d", s, from, t)
+	}
+	if f.Fraction, err = strconv.ParseFloat(frac, 64); err != nil || !(f.Fraction >= 0 && f.Fraction <= 1) {
+		return f, fmt.Errorf("fixed admission %q: the fraction %q is not a number in [0, 1]", s, frac)
+	}
+	return f, nil
+}
+
+// fixedGate sheds what the fixed admission f does not admit, a draw per
+// request in its partial band.
+func fixedGate(f fixedAdmission) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p := headerPriority(r); p < f.Threshold && (p < f.From || rand.Float64() >= f.Fraction) {
+				shedAnswer(w)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 // degradedGate is the degraded client's middleware with the priority from
 // X-Priority, following the daemon at daemonURL with the client's defaults
 // (a 1 s report interval), timing requests from the startHeader when it is
@@ -138,7 +202,8 @@ func degradedGate(ctx context.Context, daemonURL, startHeader string) (func(http
 // ended). It prints "overload service listening on URL" once it serves.
 func overloadServiceCmd(args []string) error {
 	fs := flag.NewFlagSet("overload-service", flag.ExitOnError)
-	gate := fs.String("gate", gateNone, "none, failsafe, aegis or degraded")
+	gate := fs.String("gate", gateNone, "none, failsafe, aegis, degraded or fixed")
+	fixed := fs.String("fixed", "", "gate fixed: the admission, threshold[,from:fraction]")
 	daemonURL := fs.String("daemon", "", "the daemon's URL (gate degraded)")
 	requestStart := fs.String("request-start", "", "gate degraded: the header the middleware times requests from (client.WithRequestStart)")
 	workers := fs.Int("workers", 8, "workers")
@@ -169,6 +234,12 @@ func overloadServiceCmd(args []string) error {
 			return err
 		}
 		h = g(h)
+	case gateFixed:
+		f, err := parseFixed(*fixed)
+		if err != nil {
+			return err
+		}
+		h = fixedGate(f)(h)
 	default:
 		return fmt.Errorf("unknown gate %q", *gate)
 	}

@@ -23,6 +23,7 @@ const (
 	sysAegis      = "aegis"
 	sysLevels     = "degraded-levels"
 	sysGraduated  = "degraded-graduated"
+	sysFixed      = "fixed"
 	modeLevels    = "levels"
 	modeGraduated = "graduated"
 )
@@ -128,6 +129,9 @@ func runSystem(env *runEnv, sc scenarioSpec, system string, seed uint64) (system
 	defer cancel()
 
 	args := []string{"-gate", gate, "-queue-wait", env.o.queueWait.String()}
+	if gate == gateFixed {
+		args = append(args, "-fixed", env.o.fixed)
+	}
 	if sc.CPU {
 		args = append(args, "-workers", strconv.Itoa(env.o.cpuWorkers), "-burn", env.o.burn.String(),
 			"-bbr-cpu-threshold", strconv.FormatInt(env.o.bbrThreshold, 10))

@@ -417,6 +417,73 @@ func TestGateAnswers(t *testing.T) {
 	}
 }
 
+func TestParseFixed(t *testing.T) {
+	for in, want := range map[string]fixedAdmission{
+		"60":         {Threshold: 60},
+		"60,40:0.3":  {Threshold: 60, From: 40, Fraction: 0.3},
+		"100,0:1":    {Threshold: 100, Fraction: 1},
+		"60,40:0.25": {Threshold: 60, From: 40, Fraction: 0.25},
+	} {
+		got, err := parseFixed(in)
+		if err != nil || got != want {
+			t.Errorf("parseFixed(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if back, err := parseFixed(got.String()); err != nil || back != got {
+			t.Errorf("parseFixed(%q.String() = %q) = %+v, %v; want it back", in, got.String(), back, err)
+		}
+	}
+	for in, names := range map[string]string{
+		"":          `threshold ""`,
+		"x":         `threshold "x"`,
+		"60,40":     `partial "40"`,
+		"60,70:0.3": `from "70"`,
+		"60,40:1.5": `fraction "1.5"`,
+		"60,40:NaN": `fraction "NaN"`,
+	} {
+		if _, err := parseFixed(in); err == nil || !strings.Contains(err.Error(), names) {
+			t.Errorf("parseFixed(%q) = %v, want an error naming %s", in, err, names)
+		}
+	}
+}
+
+// TestFixedGateAdmitsItsFraction: the fixed gate passes what its
+// threshold admits, sheds what is below its partial band, and admits the
+// band at its fraction.
+func TestFixedGateAdmitsItsFraction(t *testing.T) {
+	var served atomic.Int64
+	h := fixedGate(fixedAdmission{Threshold: 60, From: 40, Fraction: 0.3})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+	}))
+	admitted := func(p string, n int) int {
+		start := served.Load()
+		for range n {
+			before := served.Load()
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest(http.MethodGet, "/work", nil)
+			r.Header.Set("X-Priority", p)
+			h.ServeHTTP(w, r)
+			if ok := served.Load() > before; ok != (w.Code == http.StatusOK) {
+				t.Fatalf("priority %s: answered %d, served %v", p, w.Code, ok)
+			}
+		}
+		return int(served.Load() - start)
+	}
+	if got := admitted("100", 100); got != 100 {
+		t.Errorf("priority 100: %d of 100 admitted, want all", got)
+	}
+	if got := admitted("60", 100); got != 100 {
+		t.Errorf("priority 60: %d of 100 admitted, want all", got)
+	}
+	if got := admitted("10", 100); got != 0 {
+		t.Errorf("priority 10: %d of 100 admitted, want none", got)
+	}
+	// 10,000 draws at 0.3: the standard deviation is 46, so 2,800-3,200
+	// is more than four of them either side.
+	if got := admitted("40", 10000); got < 2800 || got > 3200 {
+		t.Errorf("priority 40: %d of 10000 admitted, want about 3000", got)
+	}
+}
+
 // TestLevelFollowerReadsAcrossARestart: the stream ends (crash3x kills the
 // daemon) and the follower dials again, so the levels the restarted
 // daemon publishes are in the run's points too.

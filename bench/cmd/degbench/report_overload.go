@@ -39,6 +39,18 @@ func (r *report) writeOverload(b *strings.Builder) {
 	p("- **aegis** (CPU-bound variant only; it sheds by CPU, not by priority): aegis %s BBR,\n", r.version("github.com/go-kratos/aegis"))
 	p("  `WithCPUThreshold(%d)`: aegis reads the host's CPU (the mean of its cores), so %d‰ is the\n", o.BBRThreshold, o.BBRThreshold)
 	p("  service's core about saturated;\n")
+	if o.Fixed != "" {
+		f, _ := parseFixed(o.Fixed)
+		p("- **fixed** (only when asked: `-systems fixed -fixed %s`): a fixed admission, priorities >= %d\n", o.Fixed, f.Threshold)
+		if f.Fraction > 0 {
+			p("  and those in [%d, %d) at %g, the rest shed with 503.", f.From, f.Threshold, f.Fraction)
+		} else {
+			p("  the rest shed with 503.")
+		}
+		p(" A reference, not a peer: its admission was chosen\n")
+		p("  knowing the load and the capacity, which no system in front of a real service does; a sweep of\n")
+		p("  fractions finds the most any fixed admission serves (bench/findings.md, F8);\n")
+	}
 	p("- **degraded-levels**, **degraded-graduated**: the real daemon and `client.Middleware(c,\n")
 	p("  client.PriorityFromHeader(\"X-Priority\", 0))` with the client's defaults (reports every 1 s);\n")
 	if o.RequestStart {

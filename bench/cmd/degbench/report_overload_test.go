@@ -150,3 +150,22 @@ func TestWriteOverloadReport(t *testing.T) {
 		t.Error("no verdicts for the targets table")
 	}
 }
+
+// TestWriteOverloadReportNamesTheFixedAdmission: a run with system fixed
+// says which admission it was, so that its row is not read as a peer's.
+func TestWriteOverloadReportNamesTheFixedAdmission(t *testing.T) {
+	res := syntheticOverload()
+	var b strings.Builder
+	r := report{overload: res, imgDir: t.TempDir()}
+	r.writeOverload(&b)
+	if strings.Contains(b.String(), "**fixed**") {
+		t.Error("a run without system fixed describes it")
+	}
+	res.Fixed = "60,40:0.32"
+	b.Reset()
+	r = report{overload: res, imgDir: t.TempDir()}
+	r.writeOverload(&b)
+	if want := "priorities >= 60\n  and those in [40, 60) at 0.32, the rest shed with 503."; !strings.Contains(b.String(), want) {
+		t.Errorf("the section lacks %q", want)
+	}
+}

@@ -49,7 +49,7 @@ func TestFleetE2EClientCertificates(t *testing.T) {
 		return strings.Contains(b.logs.String(), "level=ERROR") && strings.Contains(b.logs.String(), "the TLS handshake with etcd failed")
 	})
 	if code, body := fleetPut(t, b, "Major", "INC-2"); code != http.StatusServiceUnavailable || !strings.Contains(body, "the TLS handshake with etcd failed") {
-		t.Errorf("PUT through the daemon with another CA's certificate: %d %s, want 503 naming the TLS handshake", code, body)
+		t.Errorf("PUT through the daemon with another CA's certificate: %d %s, want 503 naming the TLS handshake; its log:\n%s", code, body, b.logs.String())
 	}
 	if b.fleetLevel(t).Fleet.Connected {
 		t.Error("the daemon whose certificate etcd refuses shows connected")

@@ -69,13 +69,7 @@ func (f *Fleet) newClient(endpoint string) (*clientv3.Client, error) {
 			Backoff:           backoff.Config{BaseDelay: BackoffBase, Multiplier: 1.6, Jitter: 0.2, MaxDelay: BackoffCap},
 			MinConnectTimeout: f.o.DialTimeout,
 		}),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			c, err := dialer(ctx, addr)
-			if err != nil {
-				f.noteConn(err, false)
-			}
-			return c, err
-		}),
+		grpc.WithContextDialer(f.notingDialer(dialer)),
 	}
 	if tlsCfg != nil && strings.HasPrefix(endpoint, "https://") {
 		// The same TLS as etcd's client would use, noting why a handshake
@@ -108,7 +102,7 @@ type noting struct {
 func (n noting) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	c, info, err := n.TransportCredentials.ClientHandshake(ctx, authority, conn)
 	if err != nil {
-		n.f.noteConn(err, true)
+		n.f.noteAttempt(ctx, err, true)
 		return c, info, err
 	}
 	return alertConn{c, n.f}, info, nil
@@ -138,6 +132,29 @@ type connNote struct {
 	err error
 	tls bool
 	at  time.Time
+}
+
+// notingDialer is dial noting why a connection attempt failed.
+func (f *Fleet) notingDialer(dial func(context.Context, string) (net.Conn, error)) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := dial(ctx, addr)
+		if err != nil {
+			f.noteAttempt(ctx, err, false)
+		}
+		return c, err
+	}
+}
+
+// noteAttempt notes err, the failure of a connection attempt made with
+// ctx, unless ctx was canceled: gRPC cancels the dials and handshakes of
+// a client being closed, and that says nothing of etcd. (Noted, such a
+// cancel after a failed handshake would replace it, and a PUT that timed
+// out on the handshake would be answered "etcd cannot be reached".) A ctx
+// past its deadline is noted: the dial timed out, etcd did not answer.
+func (f *Fleet) noteAttempt(ctx context.Context, err error, tls bool) {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		f.noteConn(err, tls)
+	}
 }
 
 func (f *Fleet) noteConn(err error, tls bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -71,6 +72,39 @@ func TestCauseNamesTheHandshakeDuringTheBackoff(t *testing.T) {
 		err := f.cause(context.DeadlineExceeded, start)
 		if got := errors.Is(err, ErrTLS); got != c.want {
 			t.Errorf("%s: %v names the TLS handshake: %v, want %v", c.name, err, got, c.want)
+		}
+	}
+}
+
+// TestCanceledAttemptsKeepTheHandshake: the dial of a client being closed
+// is canceled, and that cancel does not replace the failed handshake
+// before it as the cause of a timeout; a dial that timed out, or failed
+// on its own, does.
+func TestCanceledAttemptsKeepTheHandshake(t *testing.T) {
+	handshake := errors.New("x509: certificate signed by unknown authority")
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		tls  bool
+	}{
+		{"a canceled dial", canceled, context.Canceled, true},
+		{"a dial past its deadline", expired, errors.New("dial tcp 127.0.0.1:2379: i/o timeout"), false},
+		{"a refused dial", context.Background(), errors.New("dial tcp 127.0.0.1:2379: connect: connection refused"), false},
+	} {
+		f := &Fleet{o: Options{DialTimeout: time.Second}}
+		f.noteConn(handshake, true)
+		dial := f.notingDialer(func(context.Context, string) (net.Conn, error) { return nil, c.err })
+		if _, err := dial(c.ctx, "127.0.0.1:2379"); err != c.err {
+			t.Fatalf("%s: the dialer returned %v, want %v", c.name, err, c.err)
+		}
+		err := f.cause(context.DeadlineExceeded, time.Now())
+		if got := errors.Is(err, ErrTLS); got != c.tls {
+			t.Errorf("%s: %v names the TLS handshake: %v, want %v", c.name, err, got, c.tls)
 		}
 	}
 }

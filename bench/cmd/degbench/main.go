@@ -15,6 +15,7 @@
 //
 //	degbench profile-fanout [-proto] [-memory-state]  heap and CPU profiles of the SSE fan-out
 //	degbench profile-http -endpoint "POST /v1/outcomes" CPU profile under wrk
+//	degbench overload-compare -a A -b B [-n 6] [-scenarios cpu3x]  two daemon binaries, n runs each in turn
 //
 // Each measurement writes one JSON file; every load it makes is bounded
 // in count and time and goes to 127.0.0.1 only.
@@ -39,6 +40,7 @@ func main() {
 		"fleet":            fleetCmd,
 		"fleet-scale":      fleetScaleCmd,
 		"overload":         overloadCmd,
+		"overload-compare": overloadCompareCmd,
 		"floor":            floorCmd,
 		"overload-service": overloadServiceCmd,
 		"report":           reportCmd,

@@ -103,11 +103,11 @@ func readOverload(path string) (*overloadResult, error) {
 }
 
 // compareRow is one judged phase of one scenario: each run's goodput (%
-// of min(offered, capacity)) and top class ok (%), for A and B.
+// of min(offered, capacity)) and top class ok (%), for A ([0]) and B
+// ([1]).
 type compareRow struct {
-	Scenario, Phase    string
-	AGoodput, BGoodput []float64
-	ATop, BTop         []float64
+	Scenario, Phase string
+	Goodput, Top    [2][]float64
 }
 
 // compareOverload lines up the judged phases of system's runs in a and b.
@@ -115,48 +115,35 @@ type compareRow struct {
 func compareOverload(a, b []*overloadResult, system string) ([]compareRow, error) {
 	var rows []compareRow
 	index := map[[2]string]int{}
-	add := func(res *overloadResult, toB bool) error {
-		for _, sc := range res.Scenarios {
-			i := slices.IndexFunc(sc.Runs, func(r systemRun) bool { return r.System == system })
-			if i < 0 {
-				return fmt.Errorf("scenario %s has no run of %s", sc.Name, system)
-			}
-			stats := phaseStats(sc.scenarioSpec, sc.Runs[i], res.BinSeconds)
-			for pi, ph := range sc.Phases {
-				if !ph.Judged {
-					continue
+	for side, results := range [2][]*overloadResult{a, b} {
+		for _, res := range results {
+			for _, sc := range res.Scenarios {
+				i := slices.IndexFunc(sc.Runs, func(r systemRun) bool { return r.System == system })
+				if i < 0 {
+					return nil, fmt.Errorf("scenario %s has no run of %s", sc.Name, system)
 				}
-				k := [2]string{sc.Name, ph.Name}
-				j, ok := index[k]
-				if !ok {
-					j = len(rows)
-					index[k] = j
-					rows = append(rows, compareRow{Scenario: sc.Name, Phase: ph.Name})
-				}
-				r := &rows[j]
-				st := stats[pi]
-				if toB {
-					r.BGoodput, r.BTop = append(r.BGoodput, st.GoodputPercent), append(r.BTop, st.Class[0].OKPercent())
-				} else {
-					r.AGoodput, r.ATop = append(r.AGoodput, st.GoodputPercent), append(r.ATop, st.Class[0].OKPercent())
+				stats := phaseStats(sc.scenarioSpec, sc.Runs[i], res.BinSeconds)
+				for pi, ph := range sc.Phases {
+					if !ph.Judged {
+						continue
+					}
+					k := [2]string{sc.Name, ph.Name}
+					j, ok := index[k]
+					if !ok {
+						j = len(rows)
+						index[k] = j
+						rows = append(rows, compareRow{Scenario: sc.Name, Phase: ph.Name})
+					}
+					r := &rows[j]
+					r.Goodput[side] = append(r.Goodput[side], stats[pi].GoodputPercent)
+					r.Top[side] = append(r.Top[side], stats[pi].Class[0].OKPercent())
 				}
 			}
-		}
-		return nil
-	}
-	for _, res := range a {
-		if err := add(res, false); err != nil {
-			return nil, err
-		}
-	}
-	for _, res := range b {
-		if err := add(res, true); err != nil {
-			return nil, err
 		}
 	}
 	for _, r := range rows {
-		if len(r.AGoodput) != len(a) || len(r.BGoodput) != len(b) {
-			return nil, fmt.Errorf("%s %s: in %d of A's %d runs and %d of B's %d: the runs differ", r.Scenario, r.Phase, len(r.AGoodput), len(a), len(r.BGoodput), len(b))
+		if len(r.Goodput[0]) != len(a) || len(r.Goodput[1]) != len(b) {
+			return nil, fmt.Errorf("%s %s: in %d of A's %d runs and %d of B's %d: the runs differ", r.Scenario, r.Phase, len(r.Goodput[0]), len(a), len(r.Goodput[1]), len(b))
 		}
 	}
 	return rows, nil
@@ -203,11 +190,11 @@ func writeCompare(w io.Writer, rows []compareRow) {
 	for _, r := range rows {
 		for _, m := range []struct {
 			name string
-			a, b []float64
-		}{{"goodput %", r.AGoodput, r.BGoodput}, {"top class ok %", r.ATop, r.BTop}} {
-			d, se := diff(m.a, m.b)
+			v    [2][]float64
+		}{{"goodput %", r.Goodput}, {"top class ok %", r.Top}} {
+			d, se := diff(m.v[0], m.v[1])
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %+.1f ± %.1f |\n", r.Scenario, r.Phase, m.name,
-				runs(m.a), summary(m.a), runs(m.b), summary(m.b), d, se)
+				runs(m.v[0]), summary(m.v[0]), runs(m.v[1]), summary(m.v[1]), d, se)
 		}
 	}
 }

@@ -49,19 +49,20 @@ func TestCompareOverload(t *testing.T) {
 		t.Fatalf("rows %+v, want the one judged phase, step3x 3x", rows)
 	}
 	r := rows[0]
-	if len(r.AGoodput) != 2 || len(r.BGoodput) != 2 || !(r.AGoodput[0] < r.AGoodput[1] && r.AGoodput[1] < r.BGoodput[0] && r.BGoodput[0] < r.BGoodput[1]) {
-		t.Errorf("goodput A %v, B %v: want each run's, rising with the good answers added", r.AGoodput, r.BGoodput)
+	ga, gb := r.Goodput[0], r.Goodput[1]
+	if len(ga) != 2 || len(gb) != 2 || !(ga[0] < ga[1] && ga[1] < gb[0] && gb[0] < gb[1]) {
+		t.Errorf("goodput A %v, B %v: want each run's, rising with the good answers added", ga, gb)
 	}
-	for _, top := range [][]float64{r.ATop, r.BTop} {
+	for _, top := range r.Top {
 		for _, v := range top {
 			if v != 100 {
 				t.Errorf("top class ok %v, want 100%% in every run", top)
 			}
 		}
 	}
-	d, se := diff(r.AGoodput, r.BGoodput)
-	ma, _ := meanSD(r.AGoodput)
-	mb, _ := meanSD(r.BGoodput)
+	d, se := diff(ga, gb)
+	ma, _ := meanSD(ga)
+	mb, _ := meanSD(gb)
 	if math.Abs(d-(mb-ma)) > 1e-9 || !(se > 0) {
 		t.Errorf("B - A = %v ± %v, want %v and a positive error", d, se, mb-ma)
 	}

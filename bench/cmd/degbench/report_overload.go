@@ -40,11 +40,14 @@ func (r *report) writeOverload(b *strings.Builder) {
 	p("  `WithCPUThreshold(%d)`: aegis reads the host's CPU (the mean of its cores), so %d‰ is the\n", o.BBRThreshold, o.BBRThreshold)
 	p("  service's core about saturated;\n")
 	if o.Fixed != "" {
-		f, _ := parseFixed(o.Fixed)
+		f, err := parseFixed(o.Fixed)
 		p("- **fixed** (only when asked: `-systems fixed -fixed %s`): a fixed admission, priorities >= %d\n", o.Fixed, f.Threshold)
-		if f.Fraction > 0 {
+		switch {
+		case err != nil:
+			p("  (the result's admission does not parse: %v).", err)
+		case f.Fraction > 0:
 			p("  and those in [%d, %d) at %g, the rest shed with 503.", f.From, f.Threshold, f.Fraction)
-		} else {
+		default:
 			p("  the rest shed with 503.")
 		}
 		p(" A reference, not a peer: its admission was chosen\n")

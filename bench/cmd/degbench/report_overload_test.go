@@ -168,4 +168,11 @@ func TestWriteOverloadReportNamesTheFixedAdmission(t *testing.T) {
 	if want := "priorities >= 60\n  and those in [40, 60) at 0.32, the rest shed with 503."; !strings.Contains(b.String(), want) {
 		t.Errorf("the section lacks %q", want)
 	}
+	res.Fixed = "sixty"
+	b.Reset()
+	r = report{overload: res, imgDir: t.TempDir()}
+	r.writeOverload(&b)
+	if want := `(the result's admission does not parse: fixed admission "sixty": the threshold "sixty" is not an integer)`; !strings.Contains(b.String(), want) {
+		t.Errorf("a result whose admission does not parse: the section lacks %q", want)
+	}
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -25,8 +26,8 @@ func PriorityFromHeader(name string, fallback int) func(*http.Request) int {
 			return p
 		}
 		p, err := strconv.Atoi(vs[0])
-		if err != nil {
-			return fallback
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return fallback // not an integer; one out of range is clamped
 		}
 		return min(max(p, 0), PriorityCritical)
 	}

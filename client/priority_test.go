@@ -152,3 +152,29 @@ func TestFeatureInShadowMode(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A header priority is clamped to 0..PriorityCritical whatever its size:
+// an integer past int's range is clamped like one inside it, and only a
+// value that is not an integer gets the fallback.
+func TestPriorityFromHeaderClamps(t *testing.T) {
+	prio := PriorityFromHeader("X-Priority", 50)
+	for _, tc := range []struct {
+		value string
+		want  int
+	}{
+		{"60", 60},
+		{"-5", 0},
+		{"-99999999999999999999", 0},
+		{"2147483648", PriorityCritical},
+		{"99999999999999999999", PriorityCritical},
+		{"", 50},
+		{"high", 50},
+		{"1e3", 50},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("X-Priority", tc.value)
+		if got := prio(r); got != tc.want {
+			t.Errorf("X-Priority %q: %d, want %d", tc.value, got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package degradedgrpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -44,8 +45,8 @@ func PriorityFromMetadata(key string, fallback int) func(context.Context) int {
 			return fallback
 		}
 		p, err := strconv.ParseInt(vs[0], 10, 64)
-		if err != nil {
-			return fallback
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return fallback // not an integer; one out of range is clamped
 		}
 		return int(min(max(p, 0), math.MaxInt32))
 	}

@@ -184,3 +184,25 @@ func first(md metadata.MD, key string) string {
 var errPlain = errors.New("plain")
 
 func statusErr(c codes.Code) error { return status.Error(c, c.String()) }
+
+// Metadata priorities are clamped to 0..PriorityCritical whatever their
+// size; only a value that is not an integer gets the fallback.
+func TestPriorityFromMetadataClamps(t *testing.T) {
+	prio := PriorityFromMetadata("x-priority", 50)
+	for _, tc := range []struct {
+		value string
+		want  int
+	}{
+		{"60", 60},
+		{"-5", 0},
+		{"-99999999999999999999", 0},
+		{"2147483648", client.PriorityCritical},
+		{"99999999999999999999", client.PriorityCritical},
+		{"high", 50},
+	} {
+		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-priority", tc.value))
+		if got := prio(ctx); got != tc.want {
+			t.Errorf("x-priority %q: %d, want %d", tc.value, got, tc.want)
+		}
+	}
+}

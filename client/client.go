@@ -106,6 +106,7 @@ type Client struct {
 	mode        FailMode
 	reportEvery time.Duration
 	http        *http.Client
+	ownHTTP     bool // http is the client's own: Run closes its idle connections
 	log         *slog.Logger
 
 	view        atomic.Pointer[view]
@@ -130,8 +131,9 @@ type Client struct {
 	// pendingShed are would-shed counts taken but not yet accepted, by
 	// level name; nil when none. Owned by the flusher.
 	pendingShed map[string]int64
-	refusals    refusals   // owned by the flusher
-	contactLog  contactLog // owned by Run's follow loop
+	refusals    refusals    // owned by the flusher
+	contactLog  contactLog  // owned by Run's follow loop
+	undelivered undelivered // owned by the flusher
 
 	// The admission report (tally.go, report.go). reporter is this
 	// client's random id; partialKnown is whether the last state
@@ -177,6 +179,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	if c.http == nil {
 		c.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		c.ownHTTP = true
 	}
 	c.view.Store(newView(nil, true, c.mode, &c.shadow, newTally(nil, time.Now())))
 	return c, nil

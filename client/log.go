@@ -14,9 +14,11 @@ const refusedLogEvery = time.Minute
 
 // WithLogger sets where the client tells what would otherwise go unseen:
 // reports the daemon refuses (ERROR; a 401 or 403 names the token, at
-// most once a minute with a count of the ones not logged), contact lost
-// with the daemon (WARN, once per outage), the state going stale (WARN),
-// and contact restored (INFO). Default: slog.Default(). A nil logger
+// most once a minute with a count of the ones not logged), reports that
+// cannot be delivered (WARN, once per outage; INFO when one is delivered
+// again), contact lost with the daemon (WARN, once per outage and at most
+// once a minute, with a count of the outages not logged), the state going
+// stale (WARN), and contact restored after a logged outage (INFO). Default: slog.Default(). A nil logger
 // keeps the default; to silence the client pass a logger whose handler
 // discards, e.g. slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
@@ -60,27 +62,35 @@ func (c *Client) refused(ae *APIError, success, failure int64, now time.Time) {
 	r.loggedAt, r.suppressed = now, 0
 }
 
+// contactLogEvery bounds how often an outage is logged: a stream that
+// delivers one state and drops, again and again, is one line a minute,
+// not two per connection.
+const contactLogEvery = time.Minute
+
 // contactLog tracks contact with the daemon for the log: one line when it
 // is lost, one when it is back. Owned by Run's follow goroutine.
 type contactLog struct {
-	connected bool      // a state arrived in the current session
-	lost      bool      // an outage was logged and has not ended
-	lostAt    time.Time // when it began
+	connected  bool      // a state arrived in the current session
+	lost       bool      // an outage began and has not ended
+	logged     bool      // and its WARN was written
+	lostAt     time.Time // when it began
+	loggedAt   time.Time // when the last outage was logged
+	suppressed int       // outages since then that were not logged
 }
 
 // up notes a session that delivered its first state.
 func (c *Client) up(now time.Time, how string) {
 	l := &c.contactLog
-	if l.lost {
+	if l.lost && l.logged {
 		c.log.Info("contact with degraded restored",
 			slog.String("daemon", c.base.String()), slog.String("via", how),
 			slog.Duration("after", now.Sub(l.lostAt).Round(time.Millisecond)))
 	}
-	l.connected, l.lost = true, false
+	l.connected, l.lost, l.logged = true, false, false
 }
 
 // down notes a session that ended with err; the first failure of an
-// outage is logged.
+// outage is logged, at most once per contactLogEvery.
 func (c *Client) down(now time.Time, err error) {
 	l := &c.contactLog
 	if err == nil { // a long-poll session that ended on schedule
@@ -90,10 +100,50 @@ func (c *Client) down(now time.Time, err error) {
 		l.connected = false
 		return
 	}
+	l.lost, l.lostAt = true, now
+	if !l.loggedAt.IsZero() && now.Sub(l.loggedAt) < contactLogEvery {
+		l.connected, l.logged = false, false
+		l.suppressed++
+		return
+	}
 	msg := "lost contact with degraded; reconnecting with backoff"
 	if !l.connected {
 		msg = "cannot reach degraded; retrying with backoff"
 	}
-	c.log.Warn(msg, slog.String("daemon", c.base.String()), slog.String("error", err.Error()))
-	l.connected, l.lost, l.lostAt = false, true, now
+	attrs := []any{slog.String("daemon", c.base.String()), slog.String("error", err.Error())}
+	if l.suppressed > 0 {
+		attrs = append(attrs, slog.Int("outages_since_last_log", l.suppressed))
+	}
+	c.log.Warn(msg, attrs...)
+	l.connected, l.logged, l.loggedAt, l.suppressed = false, true, now, 0
+}
+
+// undelivered tracks outcome reports that could not be delivered (the
+// daemon unreachable, or answering 5xx, 408 or 429): one WARN when the
+// first fails, one INFO when one is delivered again. The counts are kept
+// for the next flush meanwhile. Owned by the flusher.
+type undelivered struct {
+	failing bool
+	since   time.Time
+	flushes int // failed flushes in this outage
+}
+
+// sent notes a flush that reached the daemon, or failed with err.
+func (c *Client) sent(err error, now time.Time) {
+	u := &c.undelivered
+	switch {
+	case err == nil && u.failing:
+		c.log.Info("outcome reports reach degraded again",
+			slog.String("daemon", c.base.String()),
+			slog.Duration("after", now.Sub(u.since).Round(time.Millisecond)),
+			slog.Int("failed_flushes", u.flushes))
+		*u = undelivered{}
+	case err == nil || errors.Is(err, context.Canceled):
+	case !u.failing:
+		c.log.Warn("cannot deliver outcome reports to degraded; their counts are kept for the next flush",
+			slog.String("daemon", c.base.String()), slog.String("error", err.Error()))
+		*u = undelivered{failing: true, since: now, flushes: 1}
+	default:
+		u.flushes++
+	}
 }

@@ -167,8 +167,10 @@ func (c *Client) flush(ctx context.Context) error {
 		var ae *APIError
 		if err != nil && !(errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
 			ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests) {
+			c.sent(err, time.Now())
 			return err // kept for the next flush
 		}
+		c.sent(nil, time.Now())
 		if ae != nil {
 			c.refused(ae, p.success, p.failure, time.Now())
 			*p, c.pendingShed, c.pendingAdm = counts{}, nil, nil

@@ -23,8 +23,14 @@ type shadowCounts struct {
 // it is not counted.
 const maxFeatureCounts = 1024
 
+// maxLevelCounts bounds byLevel and a flush's would-shed map: a table has
+// at most maxLevels names, and "unknown" is the fail mode's.
+const maxLevelCounts = maxLevels + 1
+
 // counter returns the counter of level, creating it. Level names come
-// from the daemon's table, so the map stays small.
+// from the daemon's table, so the map stays small; a daemon that names
+// more levels than a table has makes room by dropping the counters that
+// hold nothing (what they count from here on is not reported).
 func (s *shadowCounts) counter(level string) *atomic.Int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -33,8 +39,17 @@ func (s *shadowCounts) counter(level string) *atomic.Int64 {
 	}
 	n := s.byLevel[level]
 	if n == nil {
+		if len(s.byLevel) >= maxLevelCounts {
+			for name, c := range s.byLevel {
+				if c.Load() == 0 {
+					delete(s.byLevel, name)
+				}
+			}
+		}
 		n = new(atomic.Int64)
-		s.byLevel[level] = n
+		if len(s.byLevel) < maxLevelCounts {
+			s.byLevel[level] = n
+		}
 	}
 	return n
 }
@@ -89,7 +104,9 @@ func (s *shadowCounts) take(into map[string]int64) map[string]int64 {
 			if into == nil {
 				into = map[string]int64{}
 			}
-			into[level] = min(into[level]+v, maxRetained)
+			if _, ok := into[level]; ok || len(into) < maxLevelCounts {
+				into[level] = min(into[level]+v, maxRetained)
+			}
 		}
 	}
 	return into

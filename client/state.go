@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -136,6 +137,59 @@ type Level struct {
 	// Custom holds the level's threshold for each custom signal.
 	Custom  map[string]*float64 `json:"custom"`
 	Disable []string            `json:"disable"`
+}
+
+// maxLevels is the most levels a daemon's table has (DESIGN.md: 1..64),
+// so the highest index a state document may name is maxLevels - 1.
+const maxLevels = 64
+
+// check refuses a state document the daemon cannot have published: one
+// the client would otherwise adopt and admit by. A level name outside
+// DESIGN.md's `^[A-Za-z][A-Za-z0-9_-]{0,31}$` (it goes into every shed
+// answer's X-Degraded-Level), an index outside the table, a threshold
+// outside 0..PriorityCritical (above it, even PriorityCritical would be
+// shed), or a partial admission that is not a share in (0, 1) of a band
+// below the threshold. The client keeps its last good state instead.
+func (s *State) check() error {
+	if s.Level == "" {
+		return fmt.Errorf("no level")
+	}
+	if !validLevelName(s.Level) {
+		return fmt.Errorf("level %.40q is not a level name (a letter, then at most 31 letters, digits, _ or -)", s.Level)
+	}
+	if s.Index < 0 || s.Index >= maxLevels {
+		return fmt.Errorf("index %d is outside 0..%d", s.Index, maxLevels-1)
+	}
+	if s.PriorityThreshold < 0 || s.PriorityThreshold > PriorityCritical {
+		return fmt.Errorf("priority_threshold %d is outside 0..%d", s.PriorityThreshold, PriorityCritical)
+	}
+	if p := s.Partial; p != nil {
+		switch {
+		case s.Index == 0:
+			return fmt.Errorf("partial at level index 0: Normal has no band below it")
+		case !(p.Fraction > 0 && p.Fraction < 1):
+			return fmt.Errorf("partial.fraction %g is not in (0, 1)", p.Fraction)
+		case p.From < 0 || p.From >= s.PriorityThreshold:
+			return fmt.Errorf("partial.from %d is not in 0..priority_threshold %d", p.From, s.PriorityThreshold)
+		}
+	}
+	return nil
+}
+
+// validLevelName reports whether name matches DESIGN.md's level names,
+// `^[A-Za-z][A-Za-z0-9_-]{0,31}$`.
+func validLevelName(name string) bool {
+	if len(name) == 0 || len(name) > 32 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '_' || c == '-')) {
+			return false
+		}
+	}
+	return true
 }
 
 // clone returns a deep copy, so callers can never alter a shared snapshot.

@@ -12,6 +12,7 @@ import (
 // Bounds of an outcome report's "admission" object (docs/api.md).
 const (
 	maxOfferedKeys = 64
+	minSeconds     = 0.001
 	maxSeconds     = 3600
 	maxSequence    = 1<<53 - 1
 )
@@ -42,8 +43,10 @@ func (b *admissionBody) admission() (*levels.Admission, string) {
 		return nil, fmt.Sprintf("admission.sequence must be an integer 0..%d (was %d)", uint64(maxSequence), *b.Sequence)
 	case b.Seconds == nil:
 		return nil, "admission.seconds is required"
-	case !(*b.Seconds > 0 && *b.Seconds <= maxSeconds) || math.IsNaN(*b.Seconds):
-		return nil, fmt.Sprintf("admission.seconds must be in (0, %d] (was %g)", maxSeconds, *b.Seconds)
+	case !(*b.Seconds >= minSeconds && *b.Seconds <= maxSeconds):
+		// A span of 5e-324 s read counts as rates of +Inf, and the law's
+		// fraction as NaN, which no state document can carry.
+		return nil, fmt.Sprintf("admission.seconds must be in [%g, %d] (was %g)", minSeconds, maxSeconds, *b.Seconds)
 	case b.Reporter != "" && !reporterID.MatchString(b.Reporter):
 		return nil, fmt.Sprintf("admission.reporter must match %s (was %q)", reporterID, b.Reporter)
 	case len(b.Offered) > maxOfferedKeys:
@@ -62,6 +65,7 @@ func (b *admissionBody) admission() (*levels.Admission, string) {
 	if b.Offered != nil {
 		a.Offered = make(map[int]int64, len(b.Offered))
 	}
+	var offered int64
 	for k, n := range b.Offered {
 		p, err := strconv.ParseUint(k, 10, 31)
 		if err != nil || strconv.FormatUint(p, 10) != k {
@@ -71,6 +75,12 @@ func (b *admissionBody) admission() (*levels.Admission, string) {
 			return nil, fmt.Sprintf("admission.offered[%q] must be an integer 0..%d (was %d)", k, maxCount, n)
 		}
 		a.Offered[int(p)] = n
+		offered += n
+	}
+	if decided := b.Admitted + b.ShedPartial + b.ShedBelow; offered > decided {
+		// offered counts the same decisions by priority: more of them
+		// than were decided is not an account of a client's load.
+		return nil, fmt.Sprintf("admission.offered sums to %d, more than admitted + shed_partial + shed_below (%d)", offered, decided)
 	}
 	return a, ""
 }

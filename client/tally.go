@@ -141,7 +141,7 @@ func (t *tally) report(end time.Time, reporter string) *admissionReport {
 		return nil
 	}
 	r := &admissionReport{Sequence: t.seq, Reporter: reporter,
-		// The daemon takes (0, 3600] seconds; an interval is ended by
+		// The daemon takes [0.001, 3600] seconds; an interval is ended by
 		// every report, so only a report interval above an hour, or a
 		// fake clock, leaves these bounds.
 		Seconds: min(max(end.Sub(t.start).Seconds(), 1e-3), 3600)}

@@ -35,7 +35,7 @@ type Admission struct {
 	// shed by the partial draw in the band, and shed below the band (or
 	// below the threshold when no partial admission was published).
 	Admitted, ShedPartial, ShedBelow int64
-	// Seconds is the span the counts cover, in (0, 3600].
+	// Seconds is the span the counts cover, in [0.001, 3600].
 	Seconds float64
 	// Reporter is the client's random id: the reports of several clients
 	// of one daemon are told apart by it.
@@ -62,14 +62,25 @@ type Report struct {
 }
 
 // maxMergedReports bounds the reports one evaluation takes after merging:
-// beyond it, the rest are merged into the last one.
-const maxMergedReports = 16
+// one per reporter the law remembers, and one without an admission
+// object.
+const maxMergedReports = maxReporters + 1
+
+// maxOfferedPriorities bounds the priorities of a merged admission
+// object, as the API bounds a report's (docs/api.md).
+const maxOfferedPriorities = 64
 
 // MergeReports merges the reports that arrived between two evaluations:
 // those of one reporter judged against one sequence become one (counts
-// and spans added), and so do all those without an admission object. At
-// most maxMergedReports remain, so that a flood of reports is one bounded
-// input of the machine and one bounded timeline line. rs is not modified.
+// and spans added), and so do all those without an admission object.
+// Admission objects of different reporters or sequences are never added
+// together: beyond maxMergedReports, a report's outcomes are merged into
+// the last one and its admission object is dropped. (Merged into the last
+// one whole, a flood of reports from random reporters made one reporter
+// offering 15,360 priorities over 288,100 seconds, which the law kept for
+// ten days and read at every evaluation.) So a flood of reports is one
+// bounded input of the machine and one bounded timeline line. rs is not
+// modified.
 func MergeReports(rs []Report) []Report {
 	type key struct {
 		reporter string
@@ -86,6 +97,7 @@ func MergeReports(rs []Report) []Report {
 		i, ok := index[k]
 		if !ok && len(out) == maxMergedReports {
 			i, ok = len(out)-1, true
+			r.Admission = nil // its outcomes count; its account of the load is dropped
 		}
 		if !ok {
 			index[k] = len(out)
@@ -146,7 +158,9 @@ func mergeReport(a, b Report) Report {
 			x.Offered = map[int]int64{}
 		}
 		for p, n := range y.Offered {
-			x.Offered[p] += n
+			if _, ok := x.Offered[p]; ok || len(x.Offered) < maxOfferedPriorities {
+				x.Offered[p] += n
+			}
 		}
 	}
 	return a

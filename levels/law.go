@@ -600,6 +600,11 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 	l.sizeDrain(l.floor)
 	f := (l.target*min(l.drain, 1) - l.floor) / band
 	switch {
+	case math.IsNaN(f) || math.IsInf(band, 0):
+		// Rates out of any range (the API bounds what a report may say,
+		// and a recorded timeline may hold what an older one let in): a
+		// state document cannot carry NaN, so the band is shed whole.
+		return nil
 	case f < fractionLow:
 		l.readmit = l.admittedFrom(to) + band*(fractionLow+fractionStep)
 		return nil

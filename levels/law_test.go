@@ -1,6 +1,7 @@
 package levels
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -17,14 +18,16 @@ import (
 type lawStep struct {
 	at               time.Duration // since the start
 	trigger          string
-	x                float64 // offered load, times the capacity; 0: no report
-	secs             float64 // the report's span
-	admitted         float64 // requests the client admitted per second
-	success, failure float64 // per second
-	latencyMs        float64 // every completion's latency
-	errorRate        float64 // the window's error rate, percent, for the table rule
-	latencyWindowMs  float64 // the window's latency quantile, for the table rule
-	cpu              float64 // the sampled CPU, percent; 0: none
+	x                float64       // offered load, times the capacity; 0: no report
+	secs             float64       // the report's span
+	admitted         float64       // requests the client admitted per second
+	success, failure float64       // per second
+	latencyMs        float64       // every completion's latency
+	errorRate        float64       // the window's error rate, percent, for the table rule
+	latencyWindowMs  float64       // the window's latency quantile, for the table rule
+	cpu              float64       // the sampled CPU, percent; 0: none
+	reporter         string        // the report's reporter; "": c1
+	offered          map[int]int64 // the report's offered counts; nil: lawMix's
 
 	level    string
 	partial  string // lawPartial's
@@ -70,8 +73,12 @@ func runLawStepsOn(t *testing.T, tab *Table, mode AdmissionMode, steps []lawStep
 			lat := make([]int64, NumLatencyBuckets)
 			n := int64((st.success + st.failure) * st.secs)
 			lat[latencyBucket(st.latencyMs)] = n
+			reporter, offered := cmp.Or(st.reporter, "c1"), st.offered
+			if offered == nil {
+				offered = lawMix(st.x, st.secs)
+			}
 			in.Reports = []Report{{At: now, Success: int64(st.success * st.secs), Failure: int64(st.failure * st.secs), Latency: lat,
-				Admission: &Admission{Admitted: int64(st.admitted * st.secs), Seconds: st.secs, Reporter: "c1", Offered: lawMix(st.x, st.secs)}}}
+				Admission: &Admission{Admitted: int64(st.admitted * st.secs), Seconds: st.secs, Reporter: reporter, Offered: offered}}}
 		}
 		out := m.Evaluate(in)
 		p := m.Published()
@@ -130,6 +137,24 @@ func TestLawSaturationSizesTheStep(t *testing.T) {
 		// holds the level that fits.
 		{at: 4 * time.Second, trigger: TriggerTick, x: 3, secs: 0.5, admitted: 760, success: 760, latencyMs: 30, errorRate: 60, latencyWindowMs: 460,
 			level: "Major", partial: "30 0.39"},
+	})
+}
+
+// TestLawNeverPublishesANaNFraction: a report whose span is 5e-324 s
+// (the API refuses it now; a timeline recorded before may hold one) reads
+// as rates of +Inf, and the band's fraction as NaN: the band is shed whole
+// rather than published as a fraction no state document can carry (GET
+// /v1/level answered 500 for 3 s); an infinite load fits no level below
+// the top.
+func TestLawNeverPublishesANaNFraction(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"},
+		{at: 2 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null"},
+		{at: 3500 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39"},
+		{at: 3800 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 5e-324, reporter: "dead", offered: map[int]int64{100: 1, 60: 1, 40: 1, 10: 1},
+			latencyMs: 15, errorRate: 60, latencyWindowMs: 450, level: "Emergency", partial: "null"},
 	})
 }
 
@@ -435,6 +460,10 @@ func FuzzLawReports(f *testing.F) {
 	f.Add(int64(800), int64(1600), int64(2400), 1.0, int64(120), int64(1200), uint8(8))
 	f.Add(int64(0), int64(0), int64(0), 1e-9, int64(-5), int64(1<<62), uint8(0))
 	f.Add(int64(-1), int64(1<<62), int64(-1<<62), 3600.0, int64(0), int64(1), uint8(13))
+	// A span of 5e-324 s: its counts read as rates of +Inf, and the
+	// fraction as NaN, which a state document cannot carry.
+	f.Add(int64(100), int64(0), int64(400), 5e-324, int64(100), int64(100), uint8(12))
+	f.Add(int64(200), int64(0), int64(800), 1.0, int64(1<<40), int64(1<<40), uint8(12))
 	f.Fuzz(func(t *testing.T, success, failure, admitted int64, secs float64, top, low int64, bucket uint8) {
 		t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 		m := NewMachine(Config{Table: simTable(t), Rules: Rules{MinimumLevelDuration: time.Second, MaxOverrideTTL: time.Hour, MinThroughput: 1}}, t0)

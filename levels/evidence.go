@@ -9,8 +9,12 @@ import (
 // reporterTTL is how long a reporter's last account of its offered load
 // counts after it arrived, at least: a client that stopped reporting
 // stops counting. A reporter whose interval is longer counts for three of
-// its intervals.
-const reporterTTL = 3 * time.Second
+// its intervals, up to maxReporterTTL: one report claiming an hour held
+// the level up for three hours after the load had gone.
+const (
+	reporterTTL    = 3 * time.Second
+	maxReporterTTL = time.Minute
+)
 
 // maxReporters bounds the reporters the law remembers; beyond it, the
 // least recently heard one is forgotten.
@@ -209,7 +213,7 @@ func (l *law) observe(c Config, in Input) evidence {
 			}
 		}
 		span := time.Duration(a.Seconds * float64(time.Second))
-		reporters[a.Reporter] = reporters[a.Reporter].with(r.At, max(reporterTTL, 3*span), a.Offered, a.Seconds)
+		reporters[a.Reporter] = reporters[a.Reporter].with(r.At, min(max(reporterTTL, 3*span), maxReporterTTL), a.Offered, a.Seconds)
 		start := r.At.Add(-span)
 		l.recent = l.recent.with(r, start, a.Reporter, a.Seconds)
 		if !start.Before(l.changedAt) {

@@ -21,14 +21,11 @@ const reservedForShort = 32
 // the configured value, or the soft RLIMIT_NOFILE minus 64 when it is 0.
 // It fails when the limit leaves fewer than 64 connections, naming it.
 func ConnectionLimit(configured int) (int, error) {
-	if configured != 0 {
-		return connectionLimit(configured, 0)
-	}
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 0, fmt.Errorf("max_connections: read RLIMIT_NOFILE: %w", err)
 	}
-	return connectionLimit(0, rl.Cur)
+	return connectionLimit(configured, rl.Cur)
 }
 
 // connectionLimit is ConnectionLimit with the soft file limit given.
@@ -36,6 +33,12 @@ func connectionLimit(configured int, nofile uint64) (int, error) {
 	switch {
 	case configured < 0:
 		return 0, fmt.Errorf("max_connections: must be >= 0, 0 meaning RLIMIT_NOFILE - %d (was %d)", reservedFiles, configured)
+	case configured > 0 && uint64(configured)+reservedFiles > nofile:
+		// Connections past the file limit less the daemon's own files
+		// take the files the state save and the samplers need: a flood of
+		// 80 idle connections under max_connections 64 and a limit of 64
+		// failed an override's save with EMFILE.
+		return 0, fmt.Errorf("max_connections: %d connections and the daemon's own %d files need RLIMIT_NOFILE of at least %d, but it is %d; raise it (ulimit -n, LimitNOFILE=) or lower max_connections", configured, reservedFiles, configured+reservedFiles, nofile)
 	case configured > 0:
 		return configured, nil
 	}

@@ -57,7 +57,8 @@ type Config struct {
 	// publish the level with "shadow": true, but admit everything and only
 	// count what would have been shed).
 	Mode string `koanf:"mode"`
-	// MaxConnections caps the HTTP connections; 0 means RLIMIT_NOFILE - 64.
+	// MaxConnections caps the HTTP connections; 0 means RLIMIT_NOFILE - 64,
+	// and a cap above that is refused at start (the daemon keeps 64 files).
 	// Otherwise it is at least MinConnections.
 	MaxConnections int `koanf:"max_connections"`
 	// AllowedHosts are extra Host names served when no admin token is set:

@@ -132,6 +132,41 @@ func TestNewSequenceReportsAtOnce(t *testing.T) {
 	}
 }
 
+// TestNewSequenceSoonAfterAFlush: a new sequence 50ms after a flush sends
+// its ended interval at minFlushGap after that flush, and the first report
+// under the new state still follows firstReportAfter after it arrived, not
+// after the deferred flush.
+func TestNewSequenceSoonAfterAFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDaemon(t)
+		d.override("Major")
+		d.start()
+		c := d.newClient(WithReportInterval(time.Second))
+		running(t, c)
+		synctest.Wait()
+		old := d.sequence()
+		c.Admit(60)
+		time.Sleep(time.Second) // the interval's flush
+		synctest.Wait()
+		flushed := time.Now()
+		time.Sleep(50 * time.Millisecond)
+		c.Admit(60)
+		changed := time.Now()
+		d.setPartial(&Partial{From: 30, Fraction: 0.25})
+		synctest.Wait()
+		c.Admit(40)
+		time.Sleep(firstReportAfter)
+		synctest.Wait()
+		got := d.received()
+		if len(got) != 3 || got[1].Sequence != old || !got[1].at.Equal(flushed.Add(minFlushGap)) {
+			t.Fatalf("reports %+v, want the old sequence's second interval at %v after the flush", got, minFlushGap)
+		}
+		if got[2].Sequence != old+1 || !got[2].at.Equal(changed.Add(firstReportAfter)) || got[2].Seconds != firstReportAfter.Seconds() || got[2].Offered["40"] != 1 {
+			t.Errorf("the new sequence's first report: %+v at %v after the change; want %v of it, the 40 admitted after it", got[2], got[2].at.Sub(changed), firstReportAfter)
+		}
+	})
+}
+
 // TestSurgeEndsTheIntervalEarly: an interval offered 1.5 times the rate
 // of the last one, and at least 20 requests, is reported once it is
 // 500 ms old, not when the report interval ends; the next report follows
@@ -218,7 +253,7 @@ func TestAdmissionInShadowMode(t *testing.T) {
 			t.Fatalf("Admit(%d) not admitted in shadow mode", p)
 		}
 	}
-	c.takeAdmission(time.Now().Add(time.Second))
+	c.takeAdmission(time.Now().Add(time.Second), true)
 	if len(c.pendingAdm) != 1 {
 		t.Fatalf("pending %+v, want one interval", c.pendingAdm)
 	}

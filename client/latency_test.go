@@ -107,7 +107,7 @@ func TestRetainedLatenciesStayWithinTheOutcomes(t *testing.T) {
 		c.accept(&st, time.Now())
 		c.pending = counts{success: maxRetained, failure: maxRetained / 3, latency: [numLatencyBuckets]int64{0: maxRetained/3 + 1, 6: maxRetained}}
 		c.Observe(false, time.Second)
-		if err := c.flush(t.Context()); err == nil {
+		if err := c.flush(t.Context(), true); err == nil {
 			t.Fatal("flush to a stopped daemon succeeded")
 		}
 		p := c.pending

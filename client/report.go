@@ -105,9 +105,10 @@ func (c *Client) keepsLatency() bool {
 // flush sends what was recorded since the last accepted flush. On a
 // failure the counts are kept, bounded, for the next flush; an answer the
 // daemon will never accept (4xx other than 408 and 429) drops them and is
-// logged, rate-limited. Only one flush runs at a time: the reporter loop,
-// then Run's final flush.
-func (c *Client) flush(ctx context.Context) error {
+// logged, rate-limited. current says whether the admission interval under
+// way ends too (takeAdmission). Only one flush runs at a time: the
+// reporter loop, then Run's final flush.
+func (c *Client) flush(ctx context.Context, current bool) error {
 	p := &c.pending
 	var latency [numLatencyBuckets]int64
 	for i := range latency {
@@ -139,7 +140,7 @@ func (c *Client) flush(ctx context.Context) error {
 	if !c.inShadow() {
 		c.pendingShed = nil
 	}
-	c.takeAdmission(time.Now())
+	c.takeAdmission(time.Now(), current)
 	if p.success == 0 && p.failure == 0 && c.pendingShed == nil && len(c.pendingAdm) == 0 {
 		return nil
 	}
@@ -187,20 +188,24 @@ func (c *Client) flush(ctx context.Context) error {
 	}
 }
 
-// takeAdmission ends the current interval at now and moves the reports
-// of every ended interval to pendingAdm, for a daemon whose last state
-// had the key "partial" (one that takes "admission"); for any other the
-// counts are dropped, so that an older daemon never refuses a report for
-// them and nothing grows. Owned by the flusher.
-func (c *Client) takeAdmission(now time.Time) {
+// takeAdmission ends the current interval at now (unless current is
+// false: a flush of the intervals a new sequence ended) and moves the
+// reports of every ended interval to pendingAdm, for a daemon whose last
+// state had the key "partial" (one that takes "admission"); for any other
+// the counts are dropped, so that an older daemon never refuses a report
+// for them and nothing grows. Owned by the flusher.
+func (c *Client) takeAdmission(now time.Time, current bool) {
 	c.mu.Lock()
-	v := c.view.Load()
-	ended := append(c.ended, v.tally)
+	ended := c.ended
 	c.ended = nil
-	nv := *v
-	nv.tally = newTally(v.state, now)
-	c.view.Store(&nv)
-	v.tally.end = now
+	if current {
+		v := c.view.Load()
+		ended = append(ended, v.tally)
+		nv := *v
+		nv.tally = newTally(v.state, now)
+		c.view.Store(&nv)
+		v.tally.end = now
+	}
 	c.mu.Unlock()
 	if !c.partialKnown.Load() {
 		c.pendingAdm = nil

@@ -57,7 +57,7 @@ func (c *Client) Run(ctx context.Context) error {
 	cancel()
 	wg.Wait()
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
-	_ = c.flush(fctx) // the daemon is gone or the counts are kept: nothing more to do
+	_ = c.flush(fctx, true) // the daemon is gone or the counts are kept: nothing more to do
 	fcancel()
 	if c.ownHTTP {
 		c.http.CloseIdleConnections() // no goroutine of the client outlives Run
@@ -112,15 +112,24 @@ func (c *Client) reportLoop(ctx context.Context) {
 		watch = w.C
 	}
 	var flushed time.Time
-	deferred := false // a new sequence's flush waits for minFlushGap
+	// deferred is when a new sequence arrived whose flush waits for
+	// minFlushGap; zero when none does. The first report under the new
+	// state still follows firstReportAfter after it arrived.
+	var deferred time.Time
 	for {
 		next := c.reportEvery
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if deferred {
-				next, deferred = min(c.reportEvery, firstReportAfter), false
+			if !deferred.IsZero() {
+				// The intervals the new sequence ended; the one under way
+				// began when it arrived and ends at its first report.
+				_ = c.flush(ctx, false)
+				flushed = time.Now()
+				t.Reset(max(min(c.reportEvery, firstReportAfter)-time.Since(deferred), minFlushGap))
+				deferred = time.Time{}
+				continue
 			}
 		case now := <-watch:
 			if !c.partialKnown.Load() || !c.surged(now) {
@@ -132,12 +141,12 @@ func (c *Client) reportLoop(ctx context.Context) {
 			}
 			if gap := time.Since(flushed); gap < minFlushGap {
 				t.Reset(minFlushGap - gap)
-				deferred = true
+				deferred = time.Now()
 				continue
 			}
 			next = min(c.reportEvery, firstReportAfter)
 		}
-		_ = c.flush(ctx) // a failed flush keeps its counts for the next one
+		_ = c.flush(ctx, true) // a failed flush keeps its counts for the next one
 		flushed = time.Now()
 		t.Reset(next)
 	}

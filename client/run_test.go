@@ -189,7 +189,7 @@ func TestRetainedCountsAreBounded(t *testing.T) {
 		c := d.newClient()
 		c.pending = counts{success: maxRetained, failure: maxRetained / 4}
 		c.Record(false)
-		if err := c.flush(t.Context()); err == nil {
+		if err := c.flush(t.Context(), true); err == nil {
 			t.Fatal("flush to a stopped daemon succeeded")
 		}
 		if total := c.pending.success + c.pending.failure; total > maxRetained {

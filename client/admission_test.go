@@ -132,18 +132,27 @@ func TestNewSequenceReportsAtOnce(t *testing.T) {
 	}
 }
 
+// followingMajor is a fake daemon pinned at Major and a running client of
+// it, reporting every second, that has its state. Call it in a synctest
+// bubble.
+func followingMajor(t *testing.T) (*daemon, *Client) {
+	t.Helper()
+	d := newDaemon(t)
+	d.override("Major")
+	d.start()
+	c := d.newClient(WithReportInterval(time.Second))
+	running(t, c)
+	synctest.Wait()
+	return d, c
+}
+
 // TestNewSequenceSoonAfterAFlush: a new sequence 50ms after a flush sends
 // its ended interval at minFlushGap after that flush, and the first report
 // under the new state still follows firstReportAfter after it arrived, not
 // after the deferred flush.
 func TestNewSequenceSoonAfterAFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDaemon(t)
-		d.override("Major")
-		d.start()
-		c := d.newClient(WithReportInterval(time.Second))
-		running(t, c)
-		synctest.Wait()
+		d, c := followingMajor(t)
 		old := d.sequence()
 		c.Admit(60)
 		time.Sleep(time.Second) // the interval's flush
@@ -173,12 +182,7 @@ func TestNewSequenceSoonAfterAFlush(t *testing.T) {
 // a whole interval later. A steady load keeps the cadence.
 func TestSurgeEndsTheIntervalEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDaemon(t)
-		d.override("Major")
-		d.start()
-		c := d.newClient(WithReportInterval(time.Second))
-		running(t, c)
-		synctest.Wait()
+		d, c := followingMajor(t)
 		start := time.Now()
 		steady := func(n int) { // 20 a second, off the reporter's ticks
 			for range n {

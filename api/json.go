@@ -221,8 +221,11 @@ func decodeError(err error) *httpError {
 		return &httpError{http.StatusBadRequest, "body is not valid JSON"}
 	case errors.Is(err, io.EOF):
 		return &httpError{http.StatusBadRequest, "body is empty"}
+	case errors.As(err, &typ) && typ.Field == "":
+		// encoding/json names no field for a number past float64's range.
+		return &httpError{http.StatusBadRequest, fmt.Sprintf("a %s is out of range: it must be %s", typ.Value, kindName(typ.Type))}
 	case errors.As(err, &typ):
-		return &httpError{http.StatusBadRequest, fmt.Sprintf("field %q must be %s", typ.Field, kindName(typ.Type))}
+		return &httpError{http.StatusBadRequest, fmt.Sprintf("field %q must be %s (was a %s)", typ.Field, kindName(typ.Type), typ.Value)}
 	default:
 		return &httpError{http.StatusBadRequest, "body is not valid JSON"}
 	}
@@ -241,6 +244,8 @@ func kindName(t reflect.Type) string {
 		return "a string"
 	case reflect.Bool:
 		return "true or false"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
 	default:
 		return "a JSON " + t.Kind().String()
 	}

@@ -146,10 +146,11 @@ func followingMajor(t *testing.T) (*daemon, *Client) {
 	return d, c
 }
 
-// TestNewSequenceSoonAfterAFlush: a new sequence 50ms after a flush sends
-// its ended interval at minFlushGap after that flush, and the first report
-// under the new state still follows firstReportAfter after it arrived, not
-// after the deferred flush.
+// TestNewSequenceSoonAfterAFlush: a new sequence 50ms after another's
+// flush sends its ended interval minFlushGap after that flush, and the
+// first report under the new state still follows firstReportAfter after
+// it arrived, not after the deferred flush. A new sequence right after the
+// interval's own flush is reported at once.
 func TestNewSequenceSoonAfterAFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d, c := followingMajor(t)
@@ -157,21 +158,28 @@ func TestNewSequenceSoonAfterAFlush(t *testing.T) {
 		c.Admit(60)
 		time.Sleep(time.Second) // the interval's flush
 		synctest.Wait()
-		flushed := time.Now()
+		time.Sleep(50 * time.Millisecond)
+		c.Admit(60)
+		first := time.Now()
+		d.setPartial(&Partial{From: 30, Fraction: 0.25})
+		synctest.Wait()
+		if got := d.received(); len(got) != 2 || got[1].Sequence != old || !got[1].at.Equal(first) {
+			t.Fatalf("reports %+v, want the old sequence's interval reported at once, 50ms after the interval's flush", got)
+		}
 		time.Sleep(50 * time.Millisecond)
 		c.Admit(60)
 		changed := time.Now()
-		d.setPartial(&Partial{From: 30, Fraction: 0.25})
+		d.setPartial(&Partial{From: 30, Fraction: 0.5})
 		synctest.Wait()
 		c.Admit(40)
 		time.Sleep(firstReportAfter)
 		synctest.Wait()
 		got := d.received()
-		if len(got) != 3 || got[1].Sequence != old || !got[1].at.Equal(flushed.Add(minFlushGap)) {
-			t.Fatalf("reports %+v, want the old sequence's second interval at %v after the flush", got, minFlushGap)
+		if len(got) != 4 || got[2].Sequence != old+1 || !got[2].at.Equal(first.Add(minFlushGap)) {
+			t.Fatalf("reports %+v, want the second sequence's interval %v after the first's flush", got, minFlushGap)
 		}
-		if got[2].Sequence != old+1 || !got[2].at.Equal(changed.Add(firstReportAfter)) || got[2].Seconds != firstReportAfter.Seconds() || got[2].Offered["40"] != 1 {
-			t.Errorf("the new sequence's first report: %+v at %v after the change; want %v of it, the 40 admitted after it", got[2], got[2].at.Sub(changed), firstReportAfter)
+		if got[3].Sequence != old+2 || !got[3].at.Equal(changed.Add(firstReportAfter)) || got[3].Seconds != firstReportAfter.Seconds() || got[3].Offered["40"] != 1 {
+			t.Errorf("the new sequence's first report: %+v at %v after the change; want %v of it, the 40 admitted after it", got[3], got[3].at.Sub(changed), firstReportAfter)
 		}
 	})
 }

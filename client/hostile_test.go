@@ -408,3 +408,32 @@ func notFound(w http.ResponseWriter, r *http.Request, _ int32) bool {
 
 // minor is a valid state document.
 const minor = `{"level":"Minor","index":1,"priority_threshold":10,"sequence":1}`
+
+// A sequence that goes back (a daemon whose data_dir was wiped starts
+// again from 1) is followed, since refusing it would strand the client
+// until the daemon passed the old number, and said at WARN, at most once
+// a minute.
+func TestSequenceGoingBackIsFollowedAndLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDaemon(t)
+		d.intercept("/v1/level/stream", func(w http.ResponseWriter, r *http.Request, n int32) bool {
+			sendEvents(w, r, true,
+				`{"level":"Severe","index":4,"priority_threshold":70,"sequence":100}`,
+				`{"level":"Minor","index":1,"priority_threshold":10,"sequence":5}`,
+				`{"level":"Severe","index":4,"priority_threshold":70,"sequence":101}`,
+				`{"level":"Minor","index":1,"priority_threshold":10,"sequence":6}`)
+			return true
+		})
+		d.start()
+		logs := &captured{}
+		c := d.newClient(WithLogger(slog.New(logs)))
+		running(t, c)
+		synctest.Wait()
+		if st := c.State(); st.Level != "Minor" || st.Sequence != 6 {
+			t.Errorf("state %s #%d, want the daemon's last, Minor #6", st.Level, st.Sequence)
+		}
+		if got := logs.matching("WARN", "sequence went back", "was=100", "now=5"); len(got) != 1 || len(logs.matching("sequence went back")) != 1 {
+			t.Errorf("want one WARN for two steps back within a minute:\n%s", logs)
+		}
+	})
+}

@@ -18,7 +18,8 @@ const refusedLogEvery = time.Minute
 // cannot be delivered (WARN, once per outage; INFO when one is delivered
 // again), contact lost with the daemon (WARN, once per outage and at most
 // once a minute, with a count of the outages not logged), the state going
-// stale (WARN), and contact restored after a logged outage (INFO). Default: slog.Default(). A nil logger
+// stale (WARN), contact restored after a logged outage (INFO), and a
+// sequence that went back, which is followed (WARN, at most once a minute). Default: slog.Default(). A nil logger
 // keeps the default; to silence the client pass a logger whose handler
 // discards, e.g. slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {

@@ -48,10 +48,7 @@ func TestRefusesStatesNoDaemonPublishes(t *testing.T) {
 					}
 					return true
 				})
-				d.start()
-				logs := &captured{}
-				c := d.newClient(WithLogger(slog.New(logs)))
-				running(t, c)
+				c, logs := d.startLogged(t)
 				time.Sleep(time.Second) // the backoff before the second stream
 				synctest.Wait()
 				if st := c.State(); st.Level != "Severe" || st.Sequence != 100 || st.PriorityThreshold != 70 {
@@ -81,10 +78,7 @@ func TestRejectedEventIsLoggedByItsStart(t *testing.T) {
 			sendEvents(w, r, true, bad)
 			return true
 		})
-		d.start()
-		logs := &captured{}
-		c := d.newClient(WithLogger(slog.New(logs)))
-		running(t, c)
+		_, logs := d.startLogged(t)
 		synctest.Wait()
 		got := logs.matching("WARN", "bad level event", fmt.Sprintf("(%d bytes)", len(bad)))
 		if len(got) != 1 || len(got[0]) > 1000 {
@@ -113,10 +107,7 @@ func TestLongPollRefusesADocumentWithoutALevel(t *testing.T) {
 					fmt.Fprint(w, doc)
 					return true
 				})
-				d.start()
-				logs := &captured{}
-				c := d.newClient(WithFailMode(FailClosed), WithLogger(slog.New(logs)))
-				running(t, c)
+				c, logs := d.startLogged(t, WithFailMode(FailClosed))
 				time.Sleep(5 * time.Second)
 				synctest.Wait()
 				if c.Allow(10) || !c.Allow(PriorityCritical) || c.State().Level != "" || !c.Stale() {
@@ -193,10 +184,7 @@ func TestUndeliveredReportsAreLogged(t *testing.T) {
 			}
 			return failing.Load()
 		})
-		d.start()
-		logs := &captured{}
-		c := d.newClient(WithLogger(slog.New(logs)))
-		running(t, c)
+		c, logs := d.startLogged(t)
 		for range 10 {
 			c.Record(true)
 			time.Sleep(time.Second)
@@ -228,10 +216,7 @@ func TestFlappingStreamIsLoggedOnceAMinute(t *testing.T) {
 			sendEvents(w, r, false, minor)
 			return true
 		})
-		d.start()
-		logs := &captured{}
-		c := d.newClient(WithLogger(slog.New(logs)))
-		running(t, c)
+		_, logs := d.startLogged(t)
 		time.Sleep(150 * time.Second)
 		synctest.Wait()
 		if n := streams.Load(); n < 5 || n > 40 {
@@ -258,10 +243,7 @@ func TestStalledStreamIsLostContact(t *testing.T) {
 			}
 			return n == 1
 		})
-		d.start()
-		logs := &captured{}
-		c := d.newClient(WithStaleAfter(time.Minute), WithLogger(slog.New(logs)))
-		running(t, c)
+		c, logs := d.startLogged(t, WithStaleAfter(time.Minute))
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		if got := logs.matching("WARN", "lost contact with degraded", "silent for 1m0s"); len(got) != 1 {
@@ -424,10 +406,7 @@ func TestSequenceGoingBackIsFollowedAndLogged(t *testing.T) {
 				`{"level":"Minor","index":1,"priority_threshold":10,"sequence":6}`)
 			return true
 		})
-		d.start()
-		logs := &captured{}
-		c := d.newClient(WithLogger(slog.New(logs)))
-		running(t, c)
+		c, logs := d.startLogged(t)
 		synctest.Wait()
 		if st := c.State(); st.Level != "Minor" || st.Sequence != 6 {
 			t.Errorf("state %s #%d, want the daemon's last, Minor #6", st.Level, st.Sequence)
@@ -436,4 +415,15 @@ func TestSequenceGoingBackIsFollowedAndLogged(t *testing.T) {
 			t.Errorf("want one WARN for two steps back within a minute:\n%s", logs)
 		}
 	})
+}
+
+// startLogged starts the fake daemon and a running client of it with
+// opts, logging into the returned records.
+func (d *daemon) startLogged(t testing.TB, opts ...Option) (*Client, *captured) {
+	t.Helper()
+	d.start()
+	logs := &captured{}
+	c := d.newClient(append(opts, WithLogger(slog.New(logs)))...)
+	running(t, c)
+	return c, logs
 }

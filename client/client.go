@@ -131,10 +131,10 @@ type Client struct {
 	// pendingShed are would-shed counts taken but not yet accepted, by
 	// level name; nil when none. Owned by the flusher.
 	pendingShed map[string]int64
-	refusals    refusals    // owned by the flusher
+	refusals    limiter     // refused reports logged; owned by the flusher
 	contactLog  contactLog  // owned by Run's follow loop
 	undelivered undelivered // owned by the flusher
-	wentBack    time.Time   // when a sequence going back was last logged; owned by Run's follow loop
+	wentBack    limiter     // a sequence going back; owned by Run's follow loop
 
 	// The admission report (tally.go, report.go). reporter is this
 	// client's random id; partialKnown is whether the last state
@@ -295,12 +295,13 @@ func (c *Client) accept(st *State, now time.Time) {
 		}
 	}
 	c.mu.Unlock()
-	if old != nil && st.Sequence < old.Sequence && now.Sub(c.wentBack) >= contactLogEvery {
-		// Adopted all the same: refused, a daemon whose data_dir was
-		// wiped would strand every client until it passed the old number.
-		c.wentBack = now
-		c.log.Warn("degraded's sequence went back: its saved state was lost or replaced (a new data_dir?); following it",
-			slog.String("daemon", c.base.String()), slog.Uint64("was", old.Sequence), slog.Uint64("now", st.Sequence))
+	if old != nil && st.Sequence < old.Sequence {
+		if ok, _ := c.wentBack.allow(now); ok {
+			// Adopted all the same: refused, a daemon whose data_dir was
+			// wiped would strand every client until it passed the old number.
+			c.log.Warn("degraded's sequence went back: its saved state was lost or replaced (a new data_dir?); following it",
+				slog.String("daemon", c.base.String()), slog.Uint64("was", old.Sequence), slog.Uint64("now", st.Sequence))
+		}
 	}
 	if newSeq && old != nil {
 		select { // wake the reporter: the ended interval goes out at once

@@ -8,9 +8,29 @@ import (
 	"time"
 )
 
-// refusedLogEvery bounds how often a refused report is logged: a wrong
-// token refuses every flush, once a second, and must not flood the log.
-const refusedLogEvery = time.Minute
+// logEvery bounds how often one kind of line is logged: a wrong token
+// refuses every flush, once a second, and a stream that delivers one
+// state and drops, again and again, would be two lines a connection.
+const logEvery = time.Minute
+
+// limiter rate-limits one kind of log line to one per logEvery, counting
+// the ones it holds back. Owned by whichever goroutine logs that kind.
+type limiter struct {
+	at         time.Time // when the last line was logged; zero: never
+	suppressed int       // lines held back since then
+}
+
+// allow reports whether a line may be logged at now, and how many were
+// held back before it; a line it refuses is counted.
+func (l *limiter) allow(now time.Time) (ok bool, heldBack int) {
+	if !l.at.IsZero() && now.Sub(l.at) < logEvery {
+		l.suppressed++
+		return false, 0
+	}
+	heldBack = l.suppressed
+	l.at, l.suppressed = now, 0
+	return true, heldBack
+}
 
 // WithLogger sets where the client tells what would otherwise go unseen:
 // reports the daemon refuses (ERROR; a 401 or 403 names the token, at
@@ -19,9 +39,10 @@ const refusedLogEvery = time.Minute
 // again), contact lost with the daemon (WARN, once per outage and at most
 // once a minute, with a count of the outages not logged), the state going
 // stale (WARN), contact restored after a logged outage (INFO), and a
-// sequence that went back, which is followed (WARN, at most once a minute). Default: slog.Default(). A nil logger
-// keeps the default; to silence the client pass a logger whose handler
-// discards, e.g. slog.New(slog.DiscardHandler).
+// sequence that went back, which is followed (WARN, at most once a
+// minute). Default: slog.Default(). A nil logger keeps the default; to
+// silence the client pass a logger whose handler discards, e.g.
+// slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Client) {
 		if l != nil {
@@ -30,19 +51,11 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// refusals is the flusher's memory of refused reports, for rate-limiting
-// their log lines. Owned by the one flush that runs at a time.
-type refusals struct {
-	loggedAt   time.Time // when the last refusal was logged; zero: never
-	suppressed int       // refusals since then that were not logged
-}
-
 // refused logs a report the daemon will never accept, at most once per
-// refusedLogEvery.
+// logEvery.
 func (c *Client) refused(ae *APIError, success, failure int64, now time.Time) {
-	r := &c.refusals
-	if !r.loggedAt.IsZero() && now.Sub(r.loggedAt) < refusedLogEvery {
-		r.suppressed++
+	ok, heldBack := c.refusals.allow(now)
+	if !ok {
 		return
 	}
 	attrs := []any{
@@ -52,31 +65,24 @@ func (c *Client) refused(ae *APIError, success, failure int64, now time.Time) {
 		slog.Int64("dropped_success", success),
 		slog.Int64("dropped_failure", failure),
 	}
-	if r.suppressed > 0 {
-		attrs = append(attrs, slog.Int("refused_since_last_log", r.suppressed))
+	if heldBack > 0 {
+		attrs = append(attrs, slog.Int("refused_since_last_log", heldBack))
 	}
 	msg := "degraded refused an outcome report; its counts are dropped"
 	if ae.StatusCode == http.StatusUnauthorized || ae.StatusCode == http.StatusForbidden {
 		msg = "degraded refused an outcome report: the report token is likely wrong (WithToken must be the daemon's auth.report_token); the error rate does not see this service"
 	}
 	c.log.Error(msg, attrs...)
-	r.loggedAt, r.suppressed = now, 0
 }
-
-// contactLogEvery bounds how often an outage is logged: a stream that
-// delivers one state and drops, again and again, is one line a minute,
-// not two per connection.
-const contactLogEvery = time.Minute
 
 // contactLog tracks contact with the daemon for the log: one line when it
 // is lost, one when it is back. Owned by Run's follow goroutine.
 type contactLog struct {
-	connected  bool      // a state arrived in the current session
-	lost       bool      // an outage began and has not ended
-	logged     bool      // and its WARN was written
-	lostAt     time.Time // when it began
-	loggedAt   time.Time // when the last outage was logged
-	suppressed int       // outages since then that were not logged
+	connected bool      // a state arrived in the current session
+	lost      bool      // an outage began and has not ended
+	logged    bool      // and its WARN was written
+	lostAt    time.Time // when it began
+	limit     limiter   // outages logged, at most one per logEvery
 }
 
 // up notes a session that delivered its first state.
@@ -91,7 +97,7 @@ func (c *Client) up(now time.Time, how string) {
 }
 
 // down notes a session that ended with err; the first failure of an
-// outage is logged, at most once per contactLogEvery.
+// outage is logged, at most once per logEvery.
 func (c *Client) down(now time.Time, err error) {
 	l := &c.contactLog
 	if err == nil { // a long-poll session that ended on schedule
@@ -102,9 +108,9 @@ func (c *Client) down(now time.Time, err error) {
 		return
 	}
 	l.lost, l.lostAt = true, now
-	if !l.loggedAt.IsZero() && now.Sub(l.loggedAt) < contactLogEvery {
+	ok, heldBack := l.limit.allow(now)
+	if !ok {
 		l.connected, l.logged = false, false
-		l.suppressed++
 		return
 	}
 	msg := "lost contact with degraded; reconnecting with backoff"
@@ -112,11 +118,11 @@ func (c *Client) down(now time.Time, err error) {
 		msg = "cannot reach degraded; retrying with backoff"
 	}
 	attrs := []any{slog.String("daemon", c.base.String()), slog.String("error", err.Error())}
-	if l.suppressed > 0 {
-		attrs = append(attrs, slog.Int("outages_since_last_log", l.suppressed))
+	if heldBack > 0 {
+		attrs = append(attrs, slog.Int("outages_since_last_log", heldBack))
 	}
 	c.log.Warn(msg, attrs...)
-	l.connected, l.logged, l.loggedAt, l.suppressed = false, true, now, 0
+	l.connected, l.logged = false, true
 }
 
 // undelivered tracks outcome reports that could not be delivered (the

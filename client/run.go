@@ -335,8 +335,9 @@ func (c *Client) poll(ctx context.Context, until time.Time) (progressed bool, er
 	wait := min(maxPollWait, max(c.staleAfter/2, time.Second)).Truncate(time.Second)
 	for ctx.Err() == nil && time.Now().Before(until) {
 		path := "/v1/level"
-		if st := c.view.Load().state; st != nil {
-			path += "?wait=" + wait.String() + "&after=" + strconv.FormatUint(st.Sequence, 10)
+		after := c.view.Load().state // the state the request waits to pass
+		if after != nil {
+			path += "?wait=" + wait.String() + "&after=" + strconv.FormatUint(after.Sequence, 10)
 		}
 		rctx, cancel := context.WithTimeout(ctx, wait+requestTimeout)
 		req, err := c.newRequest(rctx, http.MethodGet, path, nil)
@@ -357,7 +358,6 @@ func (c *Client) poll(ctx context.Context, until time.Time) (progressed bool, er
 			c.up(time.Now(), "long-poll")
 		}
 		progressed = true
-		after := c.view.Load().state
 		c.partialKnown.Store(doc.Partial != nil)
 		c.accept(&st, time.Now())
 		// A daemon (or a proxy) that answers a wait at once must not draw

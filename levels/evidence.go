@@ -392,6 +392,9 @@ type verdict struct {
 	// read as pressure (the coarser law). warm says such a signal is
 	// above half its threshold.
 	pressure, warm bool
+	// latencyOnly says the latency was the only signal of the pressure;
+	// warmOther that a signal other than the latency is warm.
+	latencyOnly, warmOther bool
 	// backlog is the fresh latency over its lowest threshold, threshold
 	// (ms), when above it (1 otherwise): how far a queue is behind.
 	backlog, threshold float64
@@ -428,11 +431,16 @@ func load(c Config, s Sample, f freshCounts) verdict {
 			v.over, v.quiet, v.idle = true, false, false
 			v.errorOver = v.errorOver || sig == ErrorRate
 			if sig != ErrorRate || !f.hasLatency {
+				v.latencyOnly = sig == Latency && (v.latencyOnly || !v.pressure)
 				v.pressure, v.warm = true, true
+				v.warmOther = v.warmOther || sig != Latency
 			}
 		case x > th/2:
 			v.quiet, v.idle = false, false
-			v.warm = v.warm || sig != ErrorRate || !f.hasLatency
+			if sig != ErrorRate || !f.hasLatency {
+				v.warm = true
+				v.warmOther = v.warmOther || sig != Latency
+			}
 		case x > th/4:
 			v.idle = false
 		}
@@ -466,7 +474,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 		// Failures while the core is busy are its queue timing out: the
 		// in-process middleware of a saturated core sees no latency for
 		// the wait before it, only requests that come out too late.
-		v.pressure = true
+		v.pressure, v.latencyOnly = true, false
 	}
 	v.quiet, v.idle = v.quiet && v.judged, v.idle && v.judged
 	return v
@@ -490,7 +498,7 @@ func judgeCPU(t *Table, x float64, v *verdict) {
 	v.judged = true
 	switch {
 	case x > th/2:
-		v.quiet, v.idle, v.warm, v.cpuWarm = false, false, true, true
+		v.quiet, v.idle, v.warm, v.cpuWarm, v.warmOther = false, false, true, true, true
 	case x > th/4:
 		v.idle = false
 	}

@@ -633,3 +633,33 @@ func TestLawEdgeCutsByTheSecond(t *testing.T) {
 			level: "Major", partial: "30 0.39", capacity: [2]float64{787, 789}},
 	}...))
 }
+
+// TestLawStopsCuttingAtALatencyTheLoadDoesNotCause: at 3x, the service
+// keeps up with what the law admits, but its p99 stays at 150 ms, over
+// the 100 ms threshold, whatever the admission. The law cuts 3% a second
+// (edgeCut) until it has cut a tenth; the latency has not fallen, so it
+// is not the load's: the estimate goes back to what was measured, and
+// the cuts stop while the latency stays within 1.5x of it. Once the
+// latency is quiet again the tail is forgotten, and a latency over the
+// threshold cuts again.
+func TestLawStopsCuttingAtALatencyTheLoadDoesNotCause(t *testing.T) {
+	tail := func(at time.Duration, admitted float64, partial string, lo, hi float64) lawStep {
+		return lawStep{at: at, trigger: TriggerEvent, x: 3, secs: 1, admitted: admitted, success: admitted, latencyMs: 150, latencyWindowMs: 150,
+			level: "Major", partial: partial, capacity: [2]float64{lo, hi}}
+	}
+	runLawSteps(t, AdmissionGraduated, []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, latencyMs: 450, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
+		tail(2*time.Second, 760, "null", 775, 777),
+		tail(3*time.Second, 737, "30 0.33", 752, 753),
+		tail(4*time.Second, 715, "30 0.30", 729, 731),
+		// Cut by a tenth, the latency as it was: back to 800/s.
+		tail(5*time.Second, 694, "30 0.39", 800, 800),
+		tail(6*time.Second, 760, "30 0.39", 800, 800),
+		tail(7*time.Second, 760, "30 0.39", 800, 800),
+		// Quiet: the tail is forgotten (and an idle service is probed).
+		{at: 8 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 15, latencyWindowMs: 150,
+			level: "Major", partial: "30 0.49", capacity: [2]float64{879, 881}},
+		tail(9*time.Second, 836, "30 0.46", 853, 854),
+	})
+}

@@ -3,7 +3,9 @@ package levels
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -99,6 +101,13 @@ func (r OverrideRequest) check(t *Table, maxTTL time.Duration) (int, error) {
 		err = fmt.Errorf("%w: ttl must be between 1s and %s (was %s)", ErrInvalidOverride, maxTTL, r.TTL)
 	case r.Reason == "" || utf8.RuneCountInString(r.Reason) > MaxReasonLength:
 		err = fmt.Errorf("%w: reason must be 1 to %d characters (was %d)", ErrInvalidOverride, MaxReasonLength, utf8.RuneCountInString(r.Reason))
+	case strings.TrimSpace(r.Reason) == "":
+		err = fmt.Errorf("%w: reason must say why (was only spaces)", ErrInvalidOverride)
+	case strings.ContainsFunc(r.Reason, unicode.IsControl):
+		// The reason is printed as it is by status, history and watch:
+		// a newline would forge a line of the audit there, a terminal
+		// escape rewrite the operator's screen.
+		err = fmt.Errorf("%w: reason must be one line of text (was %q)", ErrInvalidOverride, r.Reason)
 	}
 	return idx, err
 }

@@ -208,6 +208,12 @@ func runScenario(env *runEnv, sc scenarioSpec, systems []string, res *overloadRe
 			return out, err
 		}
 		defer cleanup()
+		m, err := measureCPUCapacity(env, env.capacityRun())
+		if err != nil {
+			return out, err
+		}
+		out.Measured = &m
+		sc = out.scenarioSpec
 	}
 	systems = slices.DeleteFunc(slices.Clone(systems), func(s string) bool {
 		return s == sysAegis && !sc.CPU // BBR sheds by CPU: the CPU-bound variant only

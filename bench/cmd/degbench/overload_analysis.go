@@ -61,7 +61,7 @@ func phaseStats(sc scenarioSpec, run systemRun, binSeconds float64) []phaseStat 
 		secs := float64(k-j) * binSeconds
 		s.OfferedRate = float64(s.All.Offered) / secs
 		s.GoodRate = float64(s.All.Good) / secs
-		s.GoodputPercent = 100 * s.GoodRate / min(s.OfferedRate, sc.Capacity)
+		s.GoodputPercent = 100 * s.GoodRate / min(s.OfferedRate, sc.judgedCapacity())
 		series := admittedSeries(run.Bins[i:min(k, len(run.Bins))], p.Rates, binSeconds)
 		if at := settleIndex(series); at >= 0 {
 			s.SettleSeconds = float64(at)

@@ -79,6 +79,30 @@ func TestPhaseStats(t *testing.T) {
 	}
 }
 
+func TestGoodputIsJudgedAgainstTheMeasuredCapacity(t *testing.T) {
+	// 3x of a nominal 200/s (30, 90, 180 and 300/s); the service was
+	// measured at 180/s; 168/s served within the SLO.
+	rates := mixRates(200, 3)
+	var rows [][][2]int64
+	for range 10 {
+		rows = append(rows, [][2]int64{{30, 30}, {90, 90}, {180, 48}, {300, 0}})
+	}
+	bins := binsOf(rows)
+	sc := scenarioSpec{Capacity: 200, Phases: []phaseSpec{{Name: "3x", Seconds: 10, Rates: rates, Judged: true}}}
+	nominal := phaseStats(sc, systemRun{Bins: bins}, 0.25)[0].GoodputPercent
+	sc.Measured = &capacityMeasured{Rate: 180}
+	measured := phaseStats(sc, systemRun{Bins: bins}, 0.25)[0].GoodputPercent
+	if math.Abs(nominal-84) > 0.5 || math.Abs(measured-93.3) > 0.5 {
+		t.Errorf("goodput %.1f%% of the nominal, %.1f%% of the measured, want 84%% and 93.3%% (168/s of 200 and 180)", nominal, measured)
+	}
+	// A measurement above the nominal (it cannot be, a burn is one core's
+	// time) does not raise the yardstick.
+	sc.Measured = &capacityMeasured{Rate: 250}
+	if got := phaseStats(sc, systemRun{Bins: bins}, 0.25)[0].GoodputPercent; got != nominal {
+		t.Errorf("measured 250/s of a nominal 200: goodput %.1f%%, want the nominal's %.1f%%", got, nominal)
+	}
+}
+
 func TestInversion(t *testing.T) {
 	cls := func(ok ...int64) []classBin {
 		var out []classBin

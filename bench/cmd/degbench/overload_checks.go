@@ -50,7 +50,7 @@ func judgeOverload(res *overloadResult) []overloadCheck {
 			if !ph.Judged {
 				continue
 			}
-			overload := ph.Offered() > sc.Capacity
+			overload := ph.Offered() > sc.judgedCapacity()
 			add := func(check, system, measured string, pass bool) {
 				out = append(out, overloadCheck{check, sc.Name, ph.Name, system, measured, pass})
 			}
@@ -84,7 +84,7 @@ func judgeOverload(res *overloadResult) []overloadCheck {
 					add(checkFlaps, run.System, measured, pass)
 				}
 				if overload && len(res.Levels) > 0 {
-					fit := fitLevel(res.Levels, ph.Rates, sc.Capacity)
+					fit := fitLevel(res.Levels, ph.Rates, sc.judgedCapacity())
 					m := maxLevel(run.Levels, st.Start, st.End)
 					add(checkFit, run.System, fmt.Sprintf("highest %s, fits %s", names(m), names(fit)), m <= fit)
 				}

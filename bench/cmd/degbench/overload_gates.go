@@ -197,9 +197,14 @@ func degradedGate(ctx context.Context, daemonURL, startHeader string) (func(http
 	return client.Middleware(c, client.PriorityFromHeader("X-Priority", 0), opts...), nil
 }
 
+// burnRoundsLine starts the line on which a CPU-mode service says how many
+// spin rounds a request burns, before it says where it listens.
+const burnRoundsLine = "overload service burns rounds "
+
 // overloadServiceCmd is `degbench overload-service`: one service behind
 // one gate, on a free loopback port, until its stdin closes (the parent
-// ended). It prints "overload service listening on URL" once it serves.
+// ended). It prints "overload service listening on URL" once it serves,
+// and in CPU mode the rounds it burns per request before that.
 func overloadServiceCmd(args []string) error {
 	fs := flag.NewFlagSet("overload-service", flag.ExitOnError)
 	gate := fs.String("gate", gateNone, "none, failsafe, aegis, degraded or fixed")
@@ -209,6 +214,7 @@ func overloadServiceCmd(args []string) error {
 	workers := fs.Int("workers", 8, "workers")
 	serviceTime := fs.Duration("service-time", 10*time.Millisecond, "sleep mode: time a request holds a worker")
 	burn := fs.Duration("burn", 0, "CPU mode: CPU time a request burns on an idle core (0: sleep mode)")
+	burnRounds := fs.Int("burn-rounds", 0, "CPU mode: spin rounds a request burns (0: calibrate to -burn on this core)")
 	queueWait := fs.Duration("queue-wait", 400*time.Millisecond, "longest wait for a worker; then 500")
 	bbrThreshold := fs.Int64("bbr-cpu-threshold", 800, "gate aegis: BBR's CPU threshold, per mille")
 	_ = fs.Parse(args)
@@ -217,9 +223,12 @@ func overloadServiceCmd(args []string) error {
 	defer cancel()
 	serve := sleepFor(*serviceTime)
 	if *burn > 0 {
-		n := calibrateBurn(*burn)
+		n := *burnRounds
+		if n <= 0 {
+			n = calibrateBurn(*burn)
+		}
 		serve = burnFor(n)
-		fmt.Fprintf(os.Stderr, "overload service: %d rounds burn %v\n", n, *burn)
+		fmt.Printf("%s%d\n", burnRoundsLine, n)
 	}
 	var h http.Handler = newServiceModel(*workers, *queueWait, serve)
 	switch *gate {

@@ -21,6 +21,9 @@ import (
 type serviceProcess struct {
 	child
 	url string
+	// burnRounds is the spin rounds a request burns (CPU mode), 0 in
+	// sleep mode.
+	burnRounds int
 }
 
 // startService runs self overload-service with args, under `taskset -c
@@ -45,9 +48,16 @@ func startService(self string, args []string, cpus, cgroupDir string) (*serviceP
 	}
 	lines := make(chan string, 1)
 	go func() {
-		line, _ := p.out.ReadString('\n')
-		lines <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, p.out)
+		for {
+			line, err := p.out.ReadString('\n')
+			if v, ok := strings.CutPrefix(line, burnRoundsLine); ok && err == nil {
+				p.burnRounds, _ = strconv.Atoi(strings.TrimSpace(v))
+				continue
+			}
+			lines <- strings.TrimSpace(line)
+			_, _ = io.Copy(io.Discard, p.out)
+			return
+		}
 	}()
 	select {
 	case line := <-lines:

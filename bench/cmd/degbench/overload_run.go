@@ -135,6 +135,11 @@ func runSystem(env *runEnv, sc scenarioSpec, system string, seed uint64) (system
 	if sc.CPU {
 		args = append(args, "-workers", strconv.Itoa(env.o.cpuWorkers), "-burn", env.o.burn.String(),
 			"-bbr-cpu-threshold", strconv.FormatInt(env.o.bbrThreshold, 10))
+		if sc.Measured != nil {
+			// The burn the capacity was measured with, not one calibrated
+			// again: calibrations moved it by 6% from run to run.
+			args = append(args, "-burn-rounds", strconv.Itoa(sc.Measured.BurnRounds))
+		}
 	} else {
 		args = append(args, "-workers", strconv.Itoa(env.o.workers), "-service-time", env.o.serviceTime.String())
 	}

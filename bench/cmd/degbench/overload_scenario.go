@@ -54,10 +54,24 @@ type scenarioSpec struct {
 	// Capacity is the service's requests/s: workers / service time (sleep
 	// mode) or one core / burn (CPU mode).
 	Capacity float64
+	// Measured is what the CPU-bound service completed closed-loop with no
+	// gate, measured before the systems ran (overload_capacity.go); nil
+	// in sleep mode, whose capacity is kept by deadline.
+	Measured *capacityMeasured `json:",omitempty"`
 	Phases   []phaseSpec
 	// Crash, when set, is when (seconds from the start) degraded's daemon
 	// is SIGKILLed and restarted on the same address and data_dir.
 	Crash float64
+}
+
+// judgedCapacity is the capacity goodput and the levels that fit are
+// judged against: the nominal, or what the service was measured to
+// complete when that is less.
+func (s scenarioSpec) judgedCapacity() float64 {
+	if s.Measured != nil && s.Measured.Rate > 0 {
+		return min(s.Capacity, s.Measured.Rate)
+	}
+	return s.Capacity
 }
 
 // Seconds is the scenario's length.

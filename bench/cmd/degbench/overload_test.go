@@ -524,3 +524,31 @@ func TestLevelFollowerReadsAcrossARestart(t *testing.T) {
 		t.Errorf("followed %v across three streams, want %v", got, levels)
 	}
 }
+
+func TestClosedLoopRate(t *testing.T) {
+	var served atomic.Int64
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Priority") != "100" || r.Header.Get(sentHeader) == "" {
+			http.Error(w, "no priority or send time", http.StatusBadRequest)
+			return
+		}
+		served.Add(1)
+	}))
+	defer ok.Close()
+	cr := capacityRun{conns: 2, warm: 10 * time.Millisecond, measure: 100 * time.Millisecond}
+	m, err := closedLoopRate(ok.URL, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted := math.Round(m.Rate * m.Seconds); counted < 1 || counted > float64(served.Load()) || m.Conns != 2 {
+		t.Errorf("counted %v answers with %d in flight; the server served %d", counted, m.Conns, served.Load())
+	}
+
+	shedding := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "shed", http.StatusServiceUnavailable)
+	}))
+	defer shedding.Close()
+	if _, err := closedLoopRate(shedding.URL, cr); err == nil || !strings.Contains(err.Error(), "answered 503") {
+		t.Errorf("a service answering 503: %v, want an error naming the 503", err)
+	}
+}

@@ -75,9 +75,13 @@ func (r *report) writeOverload(b *strings.Builder) {
 		p("the level stream is followed across the restart. The other systems run the same step.\n\n")
 	}
 	if o.CPUDaemonConfig != "" {
-		p("The CPU-bound variant: each request burns %.1f ms of CPU (a calibrated loop) on one of %d\n", o.BurnMs, o.CPUWorkers)
-		p("workers; the service is pinned to core %s with `taskset`, the generator and the daemon to core %s,\n", o.ServiceCPU, o.LoadCPU)
-		p("so its capacity is one core / %.1f ms = %.0f requests/s (less what its HTTP handling costs).\n", o.BurnMs, 1000/o.BurnMs)
+		p("The CPU-bound variant: each request burns %.1f ms of CPU (a loop calibrated on the service's core) on\n", o.BurnMs)
+		p("one of %d workers; the service is pinned to core %s with `taskset`, the generator and the daemon to core\n", o.CPUWorkers, o.ServiceCPU)
+		p("%s, so its nominal capacity is one core / %.1f ms = %.0f requests/s. A calibration is the luck of a few\n", o.LoadCPU, o.BurnMs, 1000/o.BurnMs)
+		p("timed runs, and the core also runs the HTTP stack, so before the systems run a fresh service with no\n")
+		p("gate calibrates its burn and is driven closed-loop (%d requests in flight, twice its workers); every\n", 2*o.CPUWorkers)
+		p("system's service then burns the same rounds, and goodput is judged against what that service completed\n")
+		p("when it is below the nominal.\n")
 		if strings.HasPrefix(o.CPUSignal, "cgroup") {
 			p("The service runs in a cgroup v2 of its own (%s) and the daemon reads CPU\n", strings.TrimPrefix(o.CPUSignal, "cgroup "))
 			p("from it (`source: cgroup`): pinned to one core, the daemon counts one CPU, so the default\n")
@@ -155,7 +159,13 @@ func (r *report) writeOverloadScenario(b *strings.Builder, si int, sc scenarioRe
 	for _, ph := range sc.Phases {
 		phases = append(phases, fmt.Sprintf("%s for %.0f s (%.0f/s)", ph.Name, ph.Seconds, ph.Offered()))
 	}
-	p("Capacity %.0f requests/s. Phases: %s. %s.\n\n", sc.Capacity, strings.Join(phases, ", "), groupsText(sc.Groups))
+	if m := sc.Measured; m != nil {
+		p("Capacity %.0f requests/s nominal; measured in this run, before the systems: %.1f/s completed closed-loop\n", sc.Capacity, m.Rate)
+		p("with no gate (%d requests in flight, %.1f s), which goodput is judged against. ", m.Conns, m.Seconds)
+	} else {
+		p("Capacity %.0f requests/s. ", sc.Capacity)
+	}
+	p("Phases: %s. %s.\n\n", strings.Join(phases, ", "), groupsText(sc.Groups))
 	img := "overload-" + sc.Name + ".svg"
 	if f, err := os.Create(filepath.Join(r.imgDir, img)); err == nil {
 		werr := writeOverloadSVG(f, sc, o.BinSeconds, maxIdx)
@@ -181,8 +191,8 @@ func (r *report) writeOverloadScenario(b *strings.Builder, si int, sc scenarioRe
 			if len(run.Levels) > 0 {
 				changes = fmt.Sprint(len(levelChanges(run.Levels, st.Start, st.End)))
 				level = names(maxLevel(run.Levels, st.Start, st.End))
-				if ph.Offered() > sc.Capacity && len(o.Levels) > 0 {
-					level += " (" + names(fitLevel(o.Levels, ph.Rates, sc.Capacity)) + ")"
+				if ph.Offered() > sc.judgedCapacity() && len(o.Levels) > 0 {
+					level += " (" + names(fitLevel(o.Levels, ph.Rates, sc.judgedCapacity())) + ")"
 				}
 			}
 			name := ph.Name

@@ -395,6 +395,8 @@ func TestBadInputs(t *testing.T) {
 		{"override reason with a terminal escape", "PUT", "/v1/override", `{"level":"Major","mode":"pin","ttl":"1m","reason":"\u001b[2JINC-42"}`, "", 400, "reason must be one line of text"},
 		{"override bad mode", "PUT", "/v1/override", `{"level":"Major","mode":"max","ttl":"1m","reason":"x"}`, "", 400, "mode must be pin or floor"},
 		{"history limit", "GET", "/v1/history?limit=0", "", "", 400, "limit must be an integer 1..1000"},
+		{"admit priority twice", "GET", "/v1/admit?priority=10&priority=2147483647", "", "", 400, "priority must be given once (was given 2 times)"},
+		{"admit deny_status twice", "GET", "/v1/admit?priority=10&deny_status=429&deny_status=503", "", "", 400, "deny_status must be given once (was given 2 times)"},
 		{"unknown path", "GET", "/v2/level", "", "", 404, "no such endpoint"},
 		{"wrong method", "DELETE", "/v1/level", "", "", 405, "method not allowed"},
 		{"wrong method on override", "POST", "/v1/override", "", "", 405, "method not allowed"},

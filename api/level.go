@@ -166,6 +166,15 @@ type shedBody struct {
 func handleAdmit(c *controller.Controller, m *Metrics) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		for _, k := range []string{"priority", "deny_status"} {
+			// A proxy that builds the query from a header would let its
+			// client add a second value; which one counts is not for the
+			// daemon to guess.
+			if n := len(q[k]); n > 1 {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("%s must be given once (was given %d times)", k, n))
+				return
+			}
+		}
 		p, err := strconv.ParseInt(q.Get("priority"), 10, 64)
 		if err != nil || p < 0 || p > math.MaxInt32 {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("priority must be an integer 0..%d (was %q)", math.MaxInt32, q.Get("priority")))

@@ -80,7 +80,11 @@ step "machine"
 {
   echo "date (UTC)=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   hv="$(lscpu | sed -n 's/^Hypervisor vendor: *//p' | head -1)"
-  if [ -n "$hv" ]; then hv="$hv guest"; else hv="bare metal"; fi
+  # A guest whose hypervisor does not name itself (Firecracker) still sets
+  # the CPU's hypervisor flag.
+  if [ -n "$hv" ]; then hv="$hv guest"
+  elif grep -qw hypervisor /proc/cpuinfo; then hv="virtual machine (its hypervisor unnamed)"
+  else hv="bare metal"; fi
   echo "CPU=$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $hv"
   echo "memory=$(free -g | awk '/^Mem:/{print $2}') GiB"
   echo "kernel=$(uname -sr)"

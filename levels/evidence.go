@@ -398,9 +398,10 @@ type verdict struct {
 	// backlog is the fresh latency over its lowest threshold, threshold
 	// (ms), when above it (1 otherwise): how far a queue is behind.
 	backlog, threshold float64
-	// latency is the fresh latency quantile (ms), when latencyJudged.
-	latency       float64
-	latencyJudged bool
+	// latency is the fresh latency quantile (ms), when latencyJudged;
+	// median the fresh median.
+	latency, median float64
+	latencyJudged   bool
 	// why names what made over true, for reasons.
 	why string
 	// errorOver: the failure ratio is over its lowest threshold; cpuWarm:
@@ -452,6 +453,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 		if ms, n := QuantileOf(f.latency[:], t.LatencyQuantile()); n > 0 && n >= c.Rules.MinThroughput {
 			judge(Latency, ms)
 			v.latency, v.latencyJudged = ms, true
+			v.median, _ = QuantileOf(f.latency[:], 0.5)
 			if th, ok := t.lowestThreshold(Latency); ok && ms > th {
 				v.backlog, v.threshold = ms/th, th
 			}

@@ -225,7 +225,7 @@ func New(o Options) (*Controller, error) {
 	}
 	c.publish(now, levels.Output{Entries: entries})
 	if c.store != nil {
-		if err := c.save(false); err != nil {
+		if err := c.write(false); err != nil {
 			return nil, fmt.Errorf("reserve sequence numbers: %w", err)
 		}
 	}

@@ -36,6 +36,20 @@ func (c *Controller) reserveDue() bool {
 // health check until one succeeds; the state in memory stays in force
 // meanwhile, and held changes are published once one succeeds.
 func (c *Controller) save(clean bool) error {
+	err := c.write(clean)
+	switch {
+	case err == nil:
+	case clean:
+		c.log.Error("cannot save state at shutdown", "err", err)
+	case c.logSaveError(err):
+		c.log.Error("cannot save state; will retry on the next health check", "err", err, "failed_saves", c.run.failedSaves)
+	}
+	return err
+}
+
+// write is save without its log: New's first save, whose failure is the
+// daemon's error at start, with no health check to retry it.
+func (c *Controller) write(clean bool) error {
 	if c.store == nil {
 		return nil
 	}
@@ -43,11 +57,6 @@ func (c *Controller) save(clean bool) error {
 	p := c.persisted(r.m, r.seq+uint64(r.heldSteps), c.savedHistory(nil), clean)
 	if err := c.store.Save(p); err != nil {
 		c.saved(err)
-		if clean {
-			c.log.Error("cannot save state at shutdown", "err", err)
-		} else if c.logSaveError(err) {
-			c.log.Error("cannot save state; will retry on the next health check", "err", err, "failed_saves", r.failedSaves)
-		}
 		return fmt.Errorf("%w: %w", ErrNotSaved, err)
 	}
 	c.saved(nil)

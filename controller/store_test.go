@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -113,6 +116,7 @@ func TestOverrideNotSavedIsNotApplied(t *testing.T) {
 type fakeStore struct {
 	mu    sync.Mutex
 	saves []uint64
+	fail  error
 }
 
 func (f *fakeStore) Load() (*Persisted, bool, error) { return nil, false, nil }
@@ -120,8 +124,26 @@ func (f *fakeStore) Load() (*Persisted, bool, error) { return nil, false, nil }
 func (f *fakeStore) Save(p *Persisted) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
 	f.saves = append(f.saves, p.Sequence)
 	return nil
+}
+
+// TestStartOnAFullDiskSaysOnce: the first save, which reserves the
+// sequence block, fails: New fails with the cause, and nothing logs a
+// retry that will never come (the daemon exits).
+func TestStartOnAFullDiskSaysOnce(t *testing.T) {
+	var logs bytes.Buffer
+	store := &fakeStore{fail: syscall.ENOSPC}
+	_, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{}, Errors: &fakeErrors{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err == nil || !strings.Contains(err.Error(), "reserve sequence numbers") || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("New on a full disk: %v, want the reservation's failure, ENOSPC", err)
+	}
+	if logs.Len() > 0 {
+		t.Errorf("New on a full disk logged %q; the error is the daemon's to say, once", logs.String())
+	}
 }
 
 func TestEveryChangeIsSavedInOrder(t *testing.T) {

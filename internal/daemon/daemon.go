@@ -116,6 +116,19 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 			Dropped: d.metrics.TimelineDropped, Logger: d.log, Reserve: stateReserve(cfg.DataDir)})
 		opts.Recorder = d.recorder
 	}
+	// What can refuse the start without the state goes first: opening
+	// the state reserves a block of sequences and marks the file unclean,
+	// and a start refused after that left both behind, and a restart
+	// entry at the next start for a daemon that never ran.
+	maxConns, err := api.ConnectionLimit(cfg.MaxConnections)
+	if err != nil {
+		return nil, err
+	}
+	if o.Listener != nil {
+		if d.ln, err = d.wrapListener(cfg, o.Listener, maxConns); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.openFleet(cfg, &opts); err != nil {
 		return nil, err
 	}
@@ -126,17 +139,6 @@ func New(cfg *config.Config, o Options) (*Daemon, error) {
 	}
 	if d.fleet != nil {
 		d.fleet.ctrl = d.ctrl
-	}
-	maxConns, err := api.ConnectionLimit(cfg.MaxConnections)
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	if o.Listener != nil {
-		if d.ln, err = d.wrapListener(cfg, o.Listener, maxConns); err != nil {
-			d.Close()
-			return nil, err
-		}
 	}
 	d.api = d.newAPI(cfg, maxConns)
 	return d, nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +151,52 @@ func TestReloadKeepsUnchangedSamplers(t *testing.T) {
 	}
 	if d.opts.CPU == before {
 		t.Fatal("a reload with another cgroup_path kept the old sampler")
+	}
+}
+
+// TestRefusedStartLeavesTheStateAlone: a start refused for its TLS key
+// pair, or for max_connections over the open-file limit, does not touch
+// state.json: no sequence block reserved, no unclean mark, so the next
+// start records no restart of a daemon that never ran.
+func TestRefusedStartLeavesTheStateAlone(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.DataDir = dir
+	d, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	state := filepath.Join(dir, "state.json")
+	before, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for name, bad := range map[string]func(c *config.Config){
+		"a missing key pair": func(c *config.Config) {
+			c.TLS.CertFile, c.TLS.KeyFile = filepath.Join(dir, "no.crt"), filepath.Join(dir, "no.key")
+		},
+		"max_connections over the fd limit": func(c *config.Config) { c.MaxConnections = int(rl.Cur) },
+	} {
+		c := config.Default()
+		c.DataDir = dir
+		bad(c)
+		if d, err := New(c, Options{Listener: ln}); err == nil {
+			d.Close()
+			t.Fatalf("%s: the start was not refused", name)
+		}
+		if after, err := os.ReadFile(state); err != nil || string(after) != string(before) {
+			t.Errorf("%s: a refused start changed state.json (%v)", name, err)
+		}
 	}
 }
 

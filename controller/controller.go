@@ -226,7 +226,7 @@ func New(o Options) (*Controller, error) {
 	c.publish(now, levels.Output{Entries: entries})
 	if c.store != nil {
 		if err := c.write(false); err != nil {
-			return nil, fmt.Errorf("reserve sequence numbers: %w", err)
+			return nil, fmt.Errorf("reserve sequence numbers: %w: %w", ErrNotSaved, err)
 		}
 	}
 	return c, nil

@@ -39,16 +39,19 @@ func (c *Controller) save(clean bool) error {
 	err := c.write(clean)
 	switch {
 	case err == nil:
+		return nil
 	case clean:
 		c.log.Error("cannot save state at shutdown", "err", err)
 	case c.logSaveError(err):
 		c.log.Error("cannot save state; will retry on the next health check", "err", err, "failed_saves", c.run.failedSaves)
 	}
-	return err
+	return fmt.Errorf("%w: %w", ErrNotSaved, err)
 }
 
-// write is save without its log: New's first save, whose failure is the
-// daemon's error at start, with no health check to retry it.
+// write is save without its log, and its error is the store's (whose
+// innermost cause logSaveError compares): New's first save, whose
+// failure is the daemon's error at start, with no health check to retry
+// it.
 func (c *Controller) write(clean bool) error {
 	if c.store == nil {
 		return nil
@@ -57,7 +60,7 @@ func (c *Controller) write(clean bool) error {
 	p := c.persisted(r.m, r.seq+uint64(r.heldSteps), c.savedHistory(nil), clean)
 	if err := c.store.Save(p); err != nil {
 		c.saved(err)
-		return fmt.Errorf("%w: %w", ErrNotSaved, err)
+		return err
 	}
 	c.saved(nil)
 	r.dirty = false

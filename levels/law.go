@@ -209,22 +209,12 @@ func (l *law) decide(ev evidence, now time.Time) {
 	if l.decidedAt.IsZero() {
 		dt = 0
 	}
-	if ev.quiet || ev.pressure && !ev.latencyOnly || now.Sub(l.tailAt) >= probeAfter {
-		// Quiet, another signal, or a minute old: the tail is gone, or is
-		// checked again.
-		l.tail = 0
-	}
-	// pressure and warm are what the load explains: a latency within
-	// tailSlack of a tail the cuts did not lower is neither. (Read as
-	// warm, it made every short report whose completions lagged what was
-	// admitted by 3% a saturation, and the estimate fell with them.)
-	tailed := l.tail > 0 && ev.latencyJudged && ev.latency <= l.tail*tailSlack
-	discounted := tailed && ev.pressure && ev.latencyOnly
-	pressure := ev.pressure && !discounted
-	over := ev.over && !(discounted && !ev.errorOver)
-	warm := ev.warm && !(tailed && !ev.warmOther)
-	saturated := warm && ev.demand > ev.success*(1+saturation)
-	draining := pressure && (ev.backlog >= 2 || ev.demand < ev.success*(1-saturation))
+	// From here on the verdict is what the load explains (untail); the
+	// tail's check and the table's step read it as it was.
+	raw := ev.verdict
+	ev.verdict = l.untail(raw, now)
+	saturated := ev.warm && ev.demand > ev.success*(1+saturation)
+	draining := ev.pressure && (ev.backlog >= 2 || ev.demand < ev.success*(1-saturation))
 	// queued: with no capacity measured yet, a latency past twice its
 	// threshold is a queue, and a service with a queue runs flat out, so
 	// what it completed is its capacity, even though the clients did not
@@ -235,7 +225,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 	// measurement, the table's rule took the level to Emergency for its
 	// 10 s dwell at the first report of a 3x step, admitting 15% of the
 	// capacity (degbench overload, cpu3x).
-	queued := !l.known && pressure && ev.backlog >= 2 && ev.success > 0
+	queued := !l.known && ev.pressure && ev.backlog >= 2 && ev.success > 0
 	// long says the fresh evidence covers enough time to probe fast on:
 	// in a quarter second a service at 95% of its capacity often has no
 	// queue at all, and a probe of probeRate from there overshoots
@@ -275,11 +265,11 @@ func (l *law) decide(ev evidence, now time.Time) {
 		// a floor of the capacity.
 		l.capacity, l.overAt = max(l.capacity, ev.success), now
 		l.ceiling = max(l.ceiling, l.capacity)
-	case pressure && ev.admitted < l.target*(1-2*edgeCut):
+	case ev.pressure && ev.admitted < l.target*(1-2*edgeCut):
 		l.overAt = now // a latency the load cannot explain: the capacity stands
-	case pressure:
+	case ev.pressure:
 		l.capacity, l.overAt = min(l.capacity, ev.admitted/headroom)*(1-edgeCut*min(ev.seconds, 1)), now
-	case over:
+	case ev.over:
 		// A failure rate alone: the capacity stands (the table's level is
 		// the regime for a failing dependency).
 	case ev.success > l.capacity:
@@ -304,7 +294,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 		l.capacity = max(l.capacity, min(l.capacity*(1+creepRate*dt), limit))
 		l.ceiling = max(l.ceiling, l.capacity)
 	}
-	l.checkTail(ev, capBefore, saturated && long, now)
+	l.checkTail(raw, capBefore, saturated && long, now)
 	l.target = headroom * l.capacity
 	if l.known && (l.capacity >= l.peak || now.Sub(l.peakAt) >= peakFor) {
 		l.peak, l.peakAt = l.capacity, now
@@ -318,13 +308,13 @@ func (l *law) decide(ev evidence, now time.Time) {
 	// cpu3x, one run in about ten: a hiccup of the core left a queue of
 	// 200-400 ms, the band stayed admitted at 200/s of a 200/s core, and
 	// for 5 s every answer, the top class's too, came past the SLO.)
-	full := l.known && !saturated && pressure && ev.backlog >= 2 && l.drain == 1 && ev.demand >= ev.success*(1-saturation)
+	full := l.known && !saturated && ev.pressure && ev.backlog >= 2 && l.drain == 1 && ev.demand >= ev.success*(1-saturation)
 	standing := full && l.full
 	l.full = full
 	switch {
 	case saturated || queued || standing:
 		l.startDrain(ev, now)
-	case l.drain < 1 && (!pressure || ev.latencyJudged && ev.backlog < 2 && ev.median < ev.threshold/4):
+	case l.drain < 1 && (!ev.pressure || ev.latencyJudged && ev.backlog < 2 && ev.median < ev.threshold/4):
 		// Drained before its time: requests admitted after the drain began
 		// came out within the lowest latency threshold, so the queue they
 		// waited in is shorter than that. (Ended by its expected time
@@ -344,7 +334,28 @@ func (l *law) decide(ev evidence, now time.Time) {
 	if !now.Before(l.drainUntil) {
 		l.drain = 1
 	}
-	l.decidedAt, l.judged = now, ev.verdict
+	l.decidedAt, l.judged = now, raw
+}
+
+// untail forgets a tail that is gone (the latency quiet, another signal
+// over it, or the tail a minute old, to be checked again) and returns v as
+// the load explains it: a latency within tailSlack of a tail the cuts did
+// not lower (checkTail) is neither pressure, nor over, nor warm. (Read as
+// warm, it made every short report whose completions lagged what was
+// admitted by 3% a saturation, and the estimate fell with them.)
+func (l *law) untail(v verdict, now time.Time) verdict {
+	if v.quiet || v.pressure && !v.latencyOnly || now.Sub(l.tailAt) >= probeAfter {
+		l.tail = 0
+	}
+	if l.tail == 0 || !v.latencyJudged || v.latency > l.tail*tailSlack {
+		return v
+	}
+	if v.pressure && v.latencyOnly {
+		v.pressure = false
+		v.over = v.errorOver
+	}
+	v.warm = v.warmOther
+	return v
 }
 
 // checkTail checks that the latency falls as the capacity estimate does
@@ -356,7 +367,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 // If it did not, it is a tail the load does not cause (tailProof), and
 // the estimate goes back to before. A saturation measured over a longer
 // report is a measurement, and the check starts again after it.
-func (l *law) checkTail(ev evidence, before float64, measured bool, now time.Time) {
+func (l *law) checkTail(ev verdict, before float64, measured bool, now time.Time) {
 	switch {
 	case measured || ev.quiet || ev.backlog >= 2 || ev.pressure && !ev.latencyOnly:
 		l.edge = false

@@ -94,6 +94,9 @@ func TestFleetOverrideRoutes(t *testing.T) {
 	if w := r.do("PUT", "/v1/fleet/override", `{"level":"Nope","ttl":"15m","reason":"x"}`, auth...); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "Nope") {
 		t.Errorf("PUT with an unknown level: %d %s, want 400 naming it", w.Code, w.Body)
 	}
+	if w := r.do("PUT", "/v1/fleet/override", `{"level":"Major","ttl":"15m","reason":"INC-42\nall clear"}`, auth...); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "reason must be one line of text") {
+		t.Errorf("PUT with a reason of two lines: %d %s, want 400 as a local override's", w.Code, w.Body)
+	}
 	w := r.do("PUT", "/v1/fleet/override", body, auth...)
 	doc := decodeBody[FleetDocument](t, w)
 	if w.Code != http.StatusOK || doc.Override == nil || doc.Override.Level != "Major" || doc.Name != "shop" {

@@ -41,6 +41,10 @@ type phaseStat struct {
 	GoodRate    float64 // successes within the SLO per second
 	// GoodputPercent is GoodRate / min(OfferedRate, capacity).
 	GoodputPercent float64
+	// EarlyPercent and LatePercent are GoodputPercent over the judged
+	// window's first earlySeconds and over the rest; NaN when the window
+	// is not longer than twice earlySeconds.
+	EarlyPercent, LatePercent float64
 	// SettleSeconds is when, from the phase's start, the admitted rate
 	// settled; -1 if it never did.
 	SettleSeconds float64
@@ -62,6 +66,12 @@ func phaseStats(sc scenarioSpec, run systemRun, binSeconds float64) []phaseStat 
 		s.OfferedRate = float64(s.All.Offered) / secs
 		s.GoodRate = float64(s.All.Good) / secs
 		s.GoodputPercent = 100 * s.GoodRate / min(s.OfferedRate, sc.judgedCapacity())
+		s.EarlyPercent, s.LatePercent = math.NaN(), math.NaN()
+		if end-from > 2*earlySeconds {
+			m := binIndex(from+earlySeconds, binSeconds)
+			s.EarlyPercent = goodputOver(sc, run.Bins, j, m, binSeconds)
+			s.LatePercent = goodputOver(sc, run.Bins, m, k, binSeconds)
+		}
 		series := admittedSeries(run.Bins[i:min(k, len(run.Bins))], p.Rates, binSeconds)
 		if at := settleIndex(series); at >= 0 {
 			s.SettleSeconds = float64(at)
@@ -72,6 +82,20 @@ func phaseStats(sc scenarioSpec, run systemRun, binSeconds float64) []phaseStat 
 		start = end
 	}
 	return out
+}
+
+// earlySeconds splits a judged window in two (phaseStat.EarlyPercent):
+// its first seconds carry what a step of the load costs the law, a queue
+// draining and a band readmitted, the rest its steady state. In cpu3x the
+// first four judged seconds served 121-148/s, the rest 173-181/s
+// (bench/findings.md, F8's fourteenth round).
+const earlySeconds = 4.0
+
+// goodputOver is the goodput of bins from..to as GoodputPercent counts it.
+func goodputOver(sc scenarioSpec, bins [][]classBin, from, to int, binSeconds float64) float64 {
+	all := sumBins(bins, from, to, -1)
+	secs := float64(to-from) * binSeconds
+	return 100 * float64(all.Good) / secs / min(float64(all.Offered)/secs, sc.judgedCapacity())
 }
 
 func binIndex(t, binSeconds float64) int { return int(math.Round(t / binSeconds)) }

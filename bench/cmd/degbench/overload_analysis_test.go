@@ -204,3 +204,41 @@ func TestRecoveryOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseStatsSplitsALongJudgedWindow: cpu3x's 3x phase (25 s, judged
+// from 2 s in) serving 100/s of its 200/s capacity within the SLO for
+// the first four judged seconds and 180/s after is 50% early, 90% late,
+// and 23 s of both overall; its 5 s phase before is too short to split.
+func TestPhaseStatsSplitsALongJudgedWindow(t *testing.T) {
+	sc := overloadScenarios(fullLengths, 800, 200)[4]
+	if sc.Name != "cpu3x" {
+		t.Fatalf("scenario %s, want cpu3x", sc.Name)
+	}
+	stats := phaseStats(sc, systemRun{Bins: stepBins(sc, 100)}, 0.25)
+	st := stats[1]
+	if math.Abs(st.EarlyPercent-50) > 1e-9 || math.Abs(st.LatePercent-90) > 1e-9 {
+		t.Errorf("early %v%%, late %v%%: want 50 and 90", st.EarlyPercent, st.LatePercent)
+	}
+	if want := 100 * (4*100 + 19*180) / 23.0 / 200; math.Abs(st.GoodputPercent-want) > 1e-9 {
+		t.Errorf("goodput %v%%, want %v (the whole window)", st.GoodputPercent, want)
+	}
+	if !math.IsNaN(stats[0].EarlyPercent) || !math.IsNaN(stats[0].LatePercent) {
+		t.Errorf("a 5 s phase split into %v and %v, want NaN: too short", stats[0].EarlyPercent, stats[0].LatePercent)
+	}
+}
+
+// stepBins are the bins of a run of cpu3x (sc) whose top class is offered
+// 600/s and served 180/s within the SLO, but early/s in the first four
+// seconds of the 3x phase's judged window (7-11 s: the step at 5 s, the
+// window from 2 s after it).
+func stepBins(sc scenarioSpec, early int64) [][]classBin {
+	var rows [][][2]int64
+	for i := range int(sc.Seconds()) {
+		served := int64(180)
+		if i >= 7 && i < 11 {
+			served = early
+		}
+		rows = append(rows, [][2]int64{{600, served}, {0, 0}, {0, 0}, {0, 0}})
+	}
+	return binsOf(rows)
+}

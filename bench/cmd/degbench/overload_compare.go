@@ -104,10 +104,12 @@ func readOverload(path string) (*overloadResult, error) {
 
 // compareRow is one judged phase of one scenario: each run's goodput (%
 // of min(offered, capacity)) and top class ok (%), for A ([0]) and B
-// ([1]).
+// ([1]); Early and Late split the goodput (phaseStat.EarlyPercent), empty
+// when the phase is too short to split.
 type compareRow struct {
 	Scenario, Phase string
 	Goodput, Top    [2][]float64
+	Early, Late     [2][]float64
 }
 
 // compareOverload lines up the judged phases of system's runs in a and b.
@@ -137,6 +139,10 @@ func compareOverload(a, b []*overloadResult, system string) ([]compareRow, error
 					r := &rows[j]
 					r.Goodput[side] = append(r.Goodput[side], stats[pi].GoodputPercent)
 					r.Top[side] = append(r.Top[side], stats[pi].Class[0].OKPercent())
+					if st := stats[pi]; !math.IsNaN(st.EarlyPercent) {
+						r.Early[side] = append(r.Early[side], st.EarlyPercent)
+						r.Late[side] = append(r.Late[side], st.LatePercent)
+					}
 				}
 			}
 		}
@@ -172,6 +178,13 @@ func diff(a, b []float64) (d, twoSE float64) {
 	return mb - ma, 2 * math.Sqrt(sa*sa/float64(len(a))+sb*sb/float64(len(b)))
 }
 
+// compareMeasure is one line of a compared phase: a measure's runs, A's
+// and B's.
+type compareMeasure struct {
+	name string
+	v    [2][]float64
+}
+
 // writeCompare writes the rows as a markdown table.
 func writeCompare(w io.Writer, rows []compareRow) {
 	runs := func(xs []float64) string {
@@ -188,10 +201,11 @@ func writeCompare(w io.Writer, rows []compareRow) {
 	fmt.Fprintln(w, "| scenario | phase | measure | A: runs | A: mean ± sd | B: runs | B: mean ± sd | B - A (± 2 SE) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		for _, m := range []struct {
-			name string
-			v    [2][]float64
-		}{{"goodput %", r.Goodput}, {"top class ok %", r.Top}} {
+		measures := []compareMeasure{{"goodput %", r.Goodput}, {"top class ok %", r.Top}}
+		if len(r.Early[0]) > 0 && len(r.Early[1]) > 0 {
+			measures = append(measures, compareMeasure{fmt.Sprintf("goodput %%, first %g s", earlySeconds), r.Early}, compareMeasure{"goodput %, after", r.Late})
+		}
+		for _, m := range measures {
 			d, se := diff(m.v[0], m.v[1])
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %+.1f ± %.1f |\n", r.Scenario, r.Phase, m.name,
 				runs(m.v[0]), summary(m.v[0]), runs(m.v[1]), summary(m.v[1]), d, se)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -81,5 +82,39 @@ func TestMeanSD(t *testing.T) {
 	m, sd := meanSD([]float64{2, 4, 4, 4, 5, 5, 7, 9})
 	if m != 5 || math.Abs(sd-math.Sqrt(32.0/7)) > 1e-12 {
 		t.Errorf("mean %v, sd %v; want 5 and %v", m, sd, math.Sqrt(32.0/7))
+	}
+}
+
+// TestCompareSplitsALongPhase: a judged window over twice earlySeconds
+// gets two more lines, its first seconds and the rest, each run's.
+func TestCompareSplitsALongPhase(t *testing.T) {
+	sc := overloadScenarios(fullLengths, 800, 200)[4] // cpu3x: its 3x phase judged over 23 s
+	result := func(early int64) *overloadResult {
+		run := systemRun{System: sysGraduated, Bins: stepBins(sc, early)}
+		return &overloadResult{BinSeconds: 0.25, Scenarios: []scenarioResult{{scenarioSpec: sc, Runs: []systemRun{run}}}}
+	}
+	rows, err := compareOverload([]*overloadResult{result(100), result(120)}, []*overloadResult{result(160), result(180)}, sysGraduated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var judged []compareRow
+	for _, r := range rows {
+		if r.Phase == "3x" {
+			judged = append(judged, r)
+		}
+	}
+	if len(judged) != 1 {
+		t.Fatalf("rows %+v, want cpu3x's 3x", rows)
+	}
+	r := judged[0]
+	if fmt.Sprint(r.Early) != "[[50 60] [80 90]]" || fmt.Sprint(r.Late) != "[[90 90] [90 90]]" {
+		t.Errorf("early %v, late %v: want A 50, 60 and B 80, 90 early, 90 after in every run", r.Early, r.Late)
+	}
+	var out bytes.Buffer
+	writeCompare(&out, rows)
+	for _, want := range []string{"| cpu3x | 3x | goodput %, first 4 s | 50.0, 60.0 |", "| cpu3x | 3x | goodput %, after | 90.0, 90.0 |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table:\n%s\nwant a line %q", out.String(), want)
+		}
 	}
 }

@@ -132,8 +132,10 @@ type law struct {
 	// the share of the capacity not admitted, so the law admits less of the
 	// band until then. It never moves the level: the level is a regime, the
 	// drain a moment. It ends at that time, or sooner at a fresh report
-	// without pressure (decide); the fresh latency lags the queue by a
-	// report, so one still over its threshold does not end it early.
+	// without pressure, or one whose median is under a quarter of the
+	// threshold while its p99 is under twice it (decide): a tail, not a
+	// queue. The fresh latency lags the queue by a report, so a report
+	// still past twice the threshold does not end it early.
 	drain      float64
 	drainUntil time.Time
 	// drainFrom and drainFor are the start of a drain not sized yet and

@@ -65,7 +65,7 @@ func phaseStats(sc scenarioSpec, run systemRun, binSeconds float64) []phaseStat 
 		secs := float64(k-j) * binSeconds
 		s.OfferedRate = float64(s.All.Offered) / secs
 		s.GoodRate = float64(s.All.Good) / secs
-		s.GoodputPercent = 100 * s.GoodRate / min(s.OfferedRate, sc.judgedCapacity())
+		s.GoodputPercent = goodputOver(sc, run.Bins, j, k, binSeconds)
 		s.EarlyPercent, s.LatePercent = math.NaN(), math.NaN()
 		if end-from > 2*earlySeconds {
 			m := binIndex(from+earlySeconds, binSeconds)
@@ -91,7 +91,9 @@ func phaseStats(sc scenarioSpec, run systemRun, binSeconds float64) []phaseStat 
 // (bench/findings.md, F8's fourteenth round).
 const earlySeconds = 4.0
 
-// goodputOver is the goodput of bins from..to as GoodputPercent counts it.
+// goodputOver is the goodput of bins from..to: the successes within the
+// SLO per second over min(offered per second, the judged capacity), in
+// percent.
 func goodputOver(sc scenarioSpec, bins [][]classBin, from, to int, binSeconds float64) float64 {
 	all := sumBins(bins, from, to, -1)
 	secs := float64(to-from) * binSeconds

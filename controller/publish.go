@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/degraded/degraded/levels"
@@ -85,6 +86,11 @@ func (c *Controller) publish(now time.Time, out levels.Output) {
 	c.state.Store(st)
 	if prev == nil || st.Sequence != prev.Sequence {
 		c.levelCh.broadcast()
+		// The woken streams' writer is queued on this goroutine's P, and
+		// what follows here (the history, then the save's fsync) holds
+		// that P for milliseconds unless the other P is free to steal it.
+		// Yielding lets the writer put the event on the wire first.
+		runtime.Gosched()
 	}
 	c.announce(st, moves)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -34,6 +35,18 @@ const (
 // reactionTimeout bounds the wait for each trial's events.
 const reactionTimeout = 2 * time.Second
 
+// Before a trial's clock starts, the daemon must be idle: the reset's
+// fan-out is over when every subscriber holds it, but on 2 cores the
+// subscribers reading 10,000 events starve the daemon's writer threads,
+// which then finish their round milliseconds after the last subscriber
+// has read, holding the cores a report needs. The trial waits until no
+// thread of the daemon is running or runnable in two reads quietPoll
+// apart, at most quietWithin; a trial that starts without it is counted.
+const (
+	quietPoll   = 500 * time.Microsecond
+	quietWithin = 250 * time.Millisecond
+)
+
 // reactionSeries is one series of trials at one number of subscribers.
 type reactionSeries struct {
 	Others int       // SSE subscribers connected beside the measuring one
@@ -48,6 +61,9 @@ type reactionSeries struct {
 	// the median and the last of the Others holding the event (Others > 0).
 	OthersMs []changeStats
 	Discards int // trials redone because a health check escalated before the POST
+	// Busy counts the trials whose clock started with a thread of the
+	// daemon still running or runnable after quietWithin.
+	Busy int
 }
 
 // reactionResult is what `degbench reaction` writes.
@@ -119,7 +135,7 @@ func reactionCmd(args []string) error {
 	res.WarmS = time.Since(start).Seconds()
 	fmt.Fprintf(os.Stderr, "reaction: error_rate available %.1fs after the daemon was ready\n", res.WarmS)
 
-	run := reactionRun{host: strings.TrimPrefix(d.url, "http://"), events: events}
+	run := reactionRun{host: strings.TrimPrefix(d.url, "http://"), events: events, proc: fmt.Sprintf("/proc/%d", d.cmd.Process.Pid)}
 	one, err := run.series(*trials, 0, nil)
 	if err != nil {
 		return err
@@ -190,6 +206,7 @@ func warmWindow(d *daemon, hc *http.Client, within time.Duration) error {
 type reactionRun struct {
 	host   string
 	events <-chan levelEvent
+	proc   string // the daemon's /proc directory
 }
 
 // trialOutcome is one trial: its reaction, or that it was spoiled.
@@ -199,6 +216,7 @@ type trialOutcome struct {
 	others    changeStats
 	level     string
 	discarded bool
+	busy      bool // the daemon was not idle when the clock started
 }
 
 // series runs trials until n were measured, redoing each one a health
@@ -217,6 +235,9 @@ func (x reactionRun) series(n, others int, subs *subscriberProcess) (reactionSer
 			continue
 		}
 		s.Trials, s.Levels = append(s.Trials, o.ms), append(s.Levels, o.level)
+		if o.busy {
+			s.Busy++
+		}
 		if o.arrivedMs >= 0 {
 			s.Arrivals = append(s.Arrivals, o.arrivedMs)
 		}
@@ -224,8 +245,8 @@ func (x reactionRun) series(n, others int, subs *subscriberProcess) (reactionSer
 			s.OthersMs = append(s.OthersMs, o.others)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "reaction: %s: %d trials (%d discarded), to the measuring subscriber p50/p90/p99/max %.2f/%.2f/%.2f/%.2f ms",
-		s.who(), len(s.Trials), s.Discards, quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1))
+	fmt.Fprintf(os.Stderr, "reaction: %s: %d trials (%d discarded, %d started with the daemon busy), to the measuring subscriber p50/p90/p99/max %.2f/%.2f/%.2f/%.2f ms",
+		s.who(), len(s.Trials), s.Discards, s.Busy, quantile(s.Trials, .5), quantile(s.Trials, .9), quantile(s.Trials, .99), quantile(s.Trials, 1))
 	if len(s.Arrivals) > 0 {
 		fmt.Fprintf(os.Stderr, " (read); arrived at its socket p50/p90/p99/max %.2f/%.2f/%.2f/%.2f ms",
 			quantile(s.Arrivals, .5), quantile(s.Arrivals, .9), quantile(s.Arrivals, .99), quantile(s.Arrivals, 1))
@@ -306,6 +327,10 @@ func (x reactionRun) measure(c *rawConn, subs *subscriberProcess) (trialOutcome,
 			return trialOutcome{}, err
 		}
 	}
+	quiet, err := awaitQuiet(x.proc, quietWithin)
+	if err != nil {
+		return trialOutcome{}, err
+	}
 	report := c.request(http.MethodPost, "/v1/outcomes", failureBody)
 	t0 := now()
 	if err := c.send(report); err != nil {
@@ -318,7 +343,7 @@ func (x reactionRun) measure(c *rawConn, subs *subscriberProcess) (trialOutcome,
 	if err != nil {
 		return trialOutcome{}, err
 	}
-	o := trialOutcome{ms: float64(ev.at-t0) / 1e6, arrivedMs: -1, level: ev.name, discarded: ev.since < t0}
+	o := trialOutcome{ms: float64(ev.at-t0) / 1e6, arrivedMs: -1, level: ev.name, discarded: ev.since < t0, busy: !quiet}
 	if ev.arrived != 0 {
 		o.arrivedMs = float64(ev.arrived-t0) / 1e6
 	}
@@ -385,4 +410,48 @@ func stateSequence(b []byte) (uint64, error) {
 		return 0, fmt.Errorf("no sequence in the state document %.100q", b)
 	}
 	return *st.Sequence, nil
+}
+
+// awaitQuiet waits until no thread of the process whose /proc directory
+// is proc is running or runnable in two reads quietPoll apart, at most
+// within, and reports whether it was so.
+func awaitQuiet(proc string, within time.Duration) (bool, error) {
+	deadline := time.Now().Add(within)
+	for calm := 0; ; time.Sleep(quietPoll) {
+		n, err := runnable(proc)
+		if err != nil {
+			return false, err
+		}
+		if n > 0 {
+			calm = 0
+		} else if calm++; calm == 2 {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+	}
+}
+
+// runnable counts the threads of the process whose /proc directory is
+// proc that are running or runnable (state R in task/TID/stat). A thread
+// that exits while it is read is not counted.
+func runnable(proc string) (int, error) {
+	tasks, err := os.ReadDir(filepath.Join(proc, "task"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(proc, "task", t.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The state is the first field after the command name's ')'.
+		s := string(b)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "R" {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -122,14 +124,14 @@ func TestRawConn(t *testing.T) {
 func TestReportReaction(t *testing.T) {
 	one := reactionSeries{Trials: []float64{0.4, 0.5, 0.6, 1.2}, Levels: []string{"Minor", "Major", "Major", "Major"}}
 	many := reactionSeries{Others: 10000, Trials: []float64{1, 2, 3, 9}, Arrivals: []float64{0.5, 1, 2, 4.5}, Levels: []string{"Severe", "Severe", "Severe", "Severe"},
-		OthersMs: []changeStats{{FirstMs: 1, LastMs: 20}, {FirstMs: 2, LastMs: 30}, {FirstMs: 3, LastMs: 40}, {FirstMs: 4, LastMs: 50}}, Discards: 1}
+		OthersMs: []changeStats{{FirstMs: 1, LastMs: 20}, {FirstMs: 2, LastMs: 30}, {FirstMs: 3, LastMs: 40}, {FirstMs: 4, LastMs: 50}}, Discards: 1, Busy: 2}
 	r := report{reaction: &reactionResult{WarmS: 10.1, Series: []reactionSeries{one, many}}}
 	var b strings.Builder
 	r.writeReaction(&b)
 	for _, row := range []string{
-		"| 1 subscriber | read | 4 | 0 | 0.50 ms | 1.20 ms | 1.20 ms | 1.20 ms | Major ×3, Minor ×1 | – | – | – |",
-		"| 10001 subscribers (the measuring one + 10000) | arrived | 4 | 1 | 1.00 ms | 4.50 ms | 4.50 ms | 4.50 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
-		"| 10001 subscribers (the measuring one + 10000) | read | 4 | 1 | 2.00 ms | 9.00 ms | 9.00 ms | 9.00 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
+		"| 1 subscriber | read | 4 | 0 | 0 | 0.50 ms | 1.20 ms | 1.20 ms | 1.20 ms | Major ×3, Minor ×1 | – | – | – |",
+		"| 10001 subscribers (the measuring one + 10000) | arrived | 4 | 1 | 2 | 1.00 ms | 4.50 ms | 4.50 ms | 4.50 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
+		"| 10001 subscribers (the measuring one + 10000) | read | 4 | 1 | 2 | 2.00 ms | 9.00 ms | 9.00 ms | 9.00 ms | Severe ×4 | 2.00 ms | 30.00 ms | 50.00 ms |",
 	} {
 		if !strings.Contains(b.String(), row) {
 			t.Errorf("section:\n%s\nwant the row\n%s", b.String(), row)
@@ -153,5 +155,43 @@ func TestReportReaction(t *testing.T) {
 	r.writeReaction(&strings.Builder{})
 	if v := r.verdicts[0]; v.met != "**not met**: see finding F5" {
 		t.Errorf("arrived p99 6 ms: %+v, want not met, pointing to F5", v)
+	}
+}
+
+// TestAwaitQuiet: a process is quiet when none of its threads is running
+// or runnable in two reads; a busy one is waited for at most the bound.
+func TestAwaitQuiet(t *testing.T) {
+	proc := t.TempDir()
+	state := func(tid, comm, st string) {
+		dir := filepath.Join(proc, "task", tid)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := tid + " (" + comm + ") " + st + " 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 7 0\n"
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state("10", "degraded", "S")
+	state("11", "a (R) name", "S") // a ')' and an R in the command name are not the state
+	state("12", "degraded", "R")
+	if n, err := runnable(proc); n != 1 || err != nil {
+		t.Fatalf("runnable = %d, %v; want the one thread in state R", n, err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if quiet, err := awaitQuiet(proc, 10*time.Millisecond); quiet || err != nil {
+			t.Fatalf("a busy thread: awaitQuiet = %v, %v; want false once the bound passed", quiet, err)
+		}
+		if waited := time.Since(start); waited < 10*time.Millisecond || waited > 11*time.Millisecond {
+			t.Errorf("waited %v for a busy process, want the 10ms bound", waited)
+		}
+		state("12", "degraded", "S")
+		if quiet, err := awaitQuiet(proc, 10*time.Millisecond); !quiet || err != nil {
+			t.Fatalf("every thread sleeping: awaitQuiet = %v, %v; want true", quiet, err)
+		}
+	})
+	if _, err := awaitQuiet(filepath.Join(proc, "gone"), time.Second); err == nil {
+		t.Error("awaitQuiet of a process that is gone: no error")
 	}
 }

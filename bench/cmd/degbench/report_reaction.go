@@ -29,7 +29,11 @@ func (r *report) writeReaction(b *strings.Builder) {
 	p("ready. Each trial opens a keep-alive connection, resets the level with `PUT /v1/override`\n")
 	p("`%s` and its `DELETE` (both answered 200), and waits until the\n", resetBody)
 	p("measuring subscriber has read the Normal state (with other subscribers, until each of them\n")
-	p("holds it too). The clock starts right before the first byte of `POST /v1/outcomes`\n")
+	p("holds it too), then until the daemon is idle: no thread of it running or runnable in two reads\n")
+	p("of `/proc/PID/task/*/stat` %v apart, waited for at most %v (the trials that started\n", quietPoll, quietWithin)
+	p("without it are counted as \"daemon busy\"). On 2 cores the subscribers reading 10,000 events\n")
+	p("starve the daemon's writers, which finish their round after the last subscriber has read it.\n")
+	p("The clock starts right before the first byte of `POST /v1/outcomes`\n")
 	p("`%s` is written on that connection, and stops when the measuring subscriber has\n", failureBody)
 	p("read the `event: level` above Normal (\"read\"). The measuring socket also has kernel receive\n")
 	p("timestamps on (`SO_TIMESTAMPING`, software): \"arrived\" stops the clock when the event's bytes\n")
@@ -45,8 +49,8 @@ func (r *report) writeReaction(b *strings.Builder) {
 	p("section 3) and connected after it; their columns are the time to the first and to the last of\n")
 	p("them holding the same event. A trial is discarded when the `since` of the level its event\n")
 	p("published is before the POST. %d trials per series; quantiles by nearest rank.\n\n", trials)
-	p("| SSE subscribers | clock stops | trials | discarded | p50 | p90 | p99 | max | levels published | to the first of the others p50 | to the last p50 | p99 |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	p("| SSE subscribers | clock stops | trials | discarded | daemon busy | p50 | p90 | p99 | max | levels published | to the first of the others p50 | to the last p50 | p99 |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, s := range x.Series {
 		first50, last50, last99 := "–", "–", "–"
 		if len(s.OthersMs) > 0 {
@@ -54,7 +58,7 @@ func (r *report) writeReaction(b *strings.Builder) {
 			first50, last50, last99 = ms(quantile(firstMs(s.OthersMs), .5)), ms(quantile(lastMs(s.OthersMs), .5)), ms(quantile(lastMs(s.OthersMs), .99))
 		}
 		row := func(clock string, ms []float64) {
-			p("| %s | %s | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %s | %s | %s | %s |\n", s.who(), clock, len(ms), s.Discards,
+			p("| %s | %s | %d | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %s | %s | %s | %s |\n", s.who(), clock, len(ms), s.Discards, s.Busy,
 				quantile(ms, .5), quantile(ms, .9), quantile(ms, .99), quantile(ms, 1), levelCounts(s.Levels), first50, last50, last99)
 		}
 		if len(s.Arrivals) > 0 {

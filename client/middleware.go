@@ -106,8 +106,9 @@ type middlewareConfig struct {
 // its context (WithPriority), so that PriorityFrom, Transport and
 // degradedgrpc's client interceptors carry it to the services the handler
 // calls: a checkout request stays a checkout request three services down.
-// It costs the request's copy with the new context (two allocations, about
-// 100 ns more per request), so it is off by default.
+// It costs the request's copy with the new context (two allocations, 370
+// bytes: 300 to 600 ns more per request on the benchmark's 2-core VM,
+// bench/micro's BenchmarkMiddlewarePropagation), so it is off by default.
 func WithPropagation() MiddlewareOption {
 	return func(c *middlewareConfig) { c.propagate = true }
 }

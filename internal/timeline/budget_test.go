@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,5 +152,66 @@ func TestShortDiskStopsRecordingFirst(t *testing.T) {
 	}
 	if c := strings.Count(log.String(), "short of space"); c != 1 || !strings.Contains(log.String(), "writing again") {
 		t.Errorf("want the short disk logged once, then writing again:\n%s", log.String())
+	}
+}
+
+// TestHalfBudgetIsForeseen: when today's file passes half of
+// record.max_bytes early enough that, at the rate the recorder has been
+// writing it, the budget would stop the rest of the day's lines, the
+// recorder says so once, with the time; a budget that rate does not reach
+// today is not warned about. (100 clients reporting every second write
+// about 28 KiB/s: the default 256MiB in under three hours.)
+func TestHalfBudgetIsForeseen(t *testing.T) {
+	midnight := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) levels.Line {
+		l := line(0, "Normal")
+		l.At = midnight.Add(d)
+		return l
+	}
+	one, err := json.Marshal(at(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(one) + 1) // every line at a whole second has this size
+	for _, tt := range []struct {
+		name         string
+		start, every time.Duration
+		before       int64 // lines' worth of bytes in today's file before the recorder starts
+		lines        int
+		want         string // the warning's time and full_at; "" for none
+	}{
+		// Half of 40 lines at 00:03:20, 19 lines after the first in
+		// 190 s: full 200 s later.
+		{"fills today", 10 * time.Second, 10 * time.Second, 0, 30, "from about 00:06 UTC.*full_at=2026-12-03T00:06:40Z"},
+		// Half at 20:00, 19 lines in 19 h: full tomorrow at 16:00.
+		{"fills tomorrow", time.Hour, time.Hour, 0, 23, ""},
+		// A restart at noon finds the file at 25 of 40 lines: the rate
+		// is read from its own lines, once they span a minute (12:01:00,
+		// 6 lines in 60 s, 8 lines of room).
+		{"restarted at noon", 12 * time.Hour, 10 * time.Second, 25, 10, "from about 12:02 UTC.*full_at=2026-12-03T12:02:20Z"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.before > 0 {
+				if err := os.WriteFile(filepath.Join(dir, FileName(midnight)), bytes.Repeat([]byte("x"), int(tt.before*size)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var log logBuffer
+			r := New(Options{Dir: dir, Settings: Settings{Enabled: true, MaxBytes: 40 * size},
+				Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			var lines []levels.Line
+			for i := range tt.lines {
+				lines = append(lines, at(tt.start+time.Duration(i)*tt.every))
+			}
+			record(t, r, lines...)
+			warned := strings.Count(log.String(), "today's file holds half of record.max_bytes")
+			switch {
+			case tt.want == "" && warned != 0:
+				t.Errorf("warned of a budget today's rate does not reach today:\n%s", log.String())
+			case tt.want != "" && (warned != 1 || !regexp.MustCompile(tt.want).MatchString(log.String())):
+				t.Errorf("log:\n%s\nwant one warning matching %q", log.String(), tt.want)
+			}
+		})
 	}
 }

@@ -95,6 +95,11 @@ type Recorder struct {
 	total     int64     // the files' total size; -1: not known
 	overDay   string    // the day whose file reached overMax
 	overMax   int64     // the budget it reached
+	halfDay   string    // the day whose file passed half of halfMax (foresee)
+	halfMax   int64     // the budget it passed half of
+	dayName   string    // the file foresee measures the rate of
+	dayAt     time.Time // the time of the first line this recorder wrote to it
+	daySize   int64     // and the file's size after that line
 	lastPrune time.Time // the line time of the last retention pass
 }
 
@@ -190,7 +195,8 @@ func (r *Recorder) write(l levels.Line) {
 		r.drop(reason, err)
 		return
 	}
-	if err := r.append(name, b); err != nil {
+	size, err := r.append(name, b)
+	if err != nil {
 		reason := DropWriteError
 		if errors.Is(err, errDiskShort) || errors.Is(err, syscall.ENOSPC) {
 			reason = DropDiskFull
@@ -201,6 +207,7 @@ func (r *Recorder) write(l levels.Line) {
 	if r.total >= 0 {
 		r.total += int64(len(b))
 	}
+	r.foresee(name, l.At, s, size)
 	if r.stopped != "" {
 		r.stopped = ""
 		r.log.Info("timeline: writing again", "dir", r.dir)
@@ -272,39 +279,72 @@ func (r *Recorder) drop(reason string, err error) {
 	}
 }
 
+// foresee warns, once a day and budget, when today's file holds half of
+// s.MaxBytes early enough that at the rate this recorder has been writing
+// it the rest of the day's lines would be dropped (the budget stops a
+// day's file, not the oldest lines): every client report an evaluation
+// merges is recorded, so a daemon many clients report to can fill the
+// default budget in hours, and the operator should hear of it while a
+// reload can still raise it. size is the file's size after the line at.
+func (r *Recorder) foresee(name string, at time.Time, s *Settings, size int64) {
+	if r.dayName != name {
+		r.dayName, r.dayAt, r.daySize = name, at, size
+	}
+	if s.MaxBytes <= 0 || size*2 < s.MaxBytes || r.halfDay == name && r.halfMax == s.MaxBytes {
+		return
+	}
+	elapsed := at.Sub(r.dayAt)
+	if elapsed < time.Minute {
+		return // too soon to tell a rate: the next lines will
+	}
+	r.halfDay, r.halfMax = name, s.MaxBytes
+	rate := float64(size-r.daySize) / elapsed.Seconds()
+	if rate <= 0 {
+		return
+	}
+	full := at.Add(time.Duration(float64(s.MaxBytes-size) / rate * float64(time.Second)))
+	if !full.Before(at.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)) {
+		return
+	}
+	r.log.Warn("timeline: today's file holds half of record.max_bytes; at today's rate, lines will be dropped from about "+
+		full.UTC().Format("15:04")+" UTC until the next UTC day: raise record.max_bytes", "dir", r.dir,
+		"max_bytes", s.MaxBytes, "file_bytes", size, "full_at", full.UTC().Format(time.RFC3339))
+}
+
 // append writes b to the named file in the directory, opening it when it
 // is not the current one, unless the disk would be left with less than the
-// reserve. On a failed write it cuts the file back.
-func (r *Recorder) append(name string, b []byte) error {
+// reserve, and returns the file's size after it. On a failed write it cuts
+// the file back.
+func (r *Recorder) append(name string, b []byte) (int64, error) {
 	if name != r.curName || r.cur == nil {
 		r.closeFile()
 		if err := os.MkdirAll(r.dir, 0o750); err != nil {
-			return err
+			return 0, err
 		}
 		f, err := r.open(filepath.Join(r.dir, name))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		r.cur, r.curName = f, name
 	}
 	if r.reserve != nil {
 		if free, err := r.free(r.dir); err == nil {
 			if reserve := r.reserve(); free-int64(len(b)) < reserve {
-				return fmt.Errorf("%w: %d bytes free, %d kept: %w", errDiskShort, free, reserve, syscall.ENOSPC)
+				return 0, fmt.Errorf("%w: %d bytes free, %d kept: %w", errDiskShort, free, reserve, syscall.ENOSPC)
 			}
 		}
 	}
 	st, err := r.cur.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := r.cur.Write(b); err != nil {
 		if terr := r.cur.Truncate(st.Size()); terr != nil {
 			err = errors.Join(err, fmt.Errorf("cut back a partial line: %w", terr))
 		}
-		return err
+		return 0, err
 	}
-	return nil
+	return st.Size() + int64(len(b)), nil
 }
 
 func (r *Recorder) closeFile() {

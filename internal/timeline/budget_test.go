@@ -215,3 +215,32 @@ func TestHalfBudgetIsForeseen(t *testing.T) {
 		})
 	}
 }
+
+// TestHalfBudgetAtASlowRate: a file at half of a large budget that grows
+// by a few bytes a second is days from full: no warning (the time left,
+// 10^10 s, would overflow a Duration if it were one before the compare).
+func TestHalfBudgetAtASlowRate(t *testing.T) {
+	dir := t.TempDir()
+	midnight := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	const maxBytes = 1 << 40
+	f, err := os.Create(filepath.Join(dir, FileName(midnight)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxBytes / 2); err != nil { // sparse: no disk is used
+		t.Skipf("no sparse file here: %v", err)
+	}
+	f.Close()
+	var log logBuffer
+	r := New(Options{Dir: dir, Settings: Settings{Enabled: true, MaxBytes: maxBytes}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	var lines []levels.Line
+	for i := range 13 { // 12:00:00 to 12:02:00, a line each 10 s
+		l := line(0, "Normal")
+		l.At = midnight.Add(12*time.Hour + time.Duration(i)*10*time.Second)
+		lines = append(lines, l)
+	}
+	record(t, r, lines...)
+	if strings.Contains(log.String(), "half of record.max_bytes") {
+		t.Errorf("warned of a budget 10^10 s away:\n%s", log.String())
+	}
+}

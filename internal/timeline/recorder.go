@@ -302,10 +302,11 @@ func (r *Recorder) foresee(name string, at time.Time, s *Settings, size int64) {
 	if rate <= 0 {
 		return
 	}
-	full := at.Add(time.Duration(float64(s.MaxBytes-size) / rate * float64(time.Second)))
-	if !full.Before(at.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)) {
+	left := float64(s.MaxBytes-size) / rate // seconds; compared before it is a Duration, which it may overflow
+	if left >= at.UTC().Truncate(24*time.Hour).Add(24*time.Hour).Sub(at).Seconds() {
 		return
 	}
+	full := at.Add(time.Duration(left * float64(time.Second)))
 	r.log.Warn("timeline: today's file holds half of record.max_bytes; at today's rate, lines will be dropped from about "+
 		full.UTC().Format("15:04")+" UTC until the next UTC day: raise record.max_bytes", "dir", r.dir,
 		"max_bytes", s.MaxBytes, "file_bytes", size, "full_at", full.UTC().Format(time.RFC3339))

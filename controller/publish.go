@@ -87,9 +87,10 @@ func (c *Controller) publish(now time.Time, out levels.Output) {
 	if prev == nil || st.Sequence != prev.Sequence {
 		c.levelCh.broadcast()
 		// The woken streams' writer is queued on this goroutine's P, and
-		// what follows here (the history, then the save's fsync) holds
-		// that P for milliseconds unless the other P is free to steal it.
-		// Yielding lets the writer put the event on the wire first.
+		// what follows (the announcement, then changed's save and its
+		// fsync) holds that P for milliseconds unless another P is free
+		// to steal it. Yielding lets the writer put the event on the wire
+		// first (bench/findings.md F5).
 		runtime.Gosched()
 	}
 	c.announce(st, moves)

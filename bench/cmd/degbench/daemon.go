@@ -250,6 +250,14 @@ func procRSS(pid int) (float64, error) {
 	return 0, errors.New("no VmRSS")
 }
 
+// statFields splits a /proc/PID/stat or task/TID/stat line after the
+// command name, which is in parentheses and may hold spaces and ')':
+// field 3 (the state) is f[0].
+func statFields(b []byte) []string {
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
+
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat;
 // 100 on every Linux architecture Go supports.
 const clockTicks = 100
@@ -260,10 +268,7 @@ func procCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The command name is in parentheses and may hold spaces: fields
-	// after the last ')' start at field 3 (state).
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	f := statFields(b)
 	if len(f) < 13 {
 		return 0, errors.New("short /proc/PID/stat")
 	}

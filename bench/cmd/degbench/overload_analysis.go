@@ -65,7 +65,7 @@ func phaseStats(sc scenarioSpec, run systemRun, binSeconds float64) []phaseStat 
 		secs := float64(k-j) * binSeconds
 		s.OfferedRate = float64(s.All.Offered) / secs
 		s.GoodRate = float64(s.All.Good) / secs
-		s.GoodputPercent = goodputOver(sc, run.Bins, j, k, binSeconds)
+		s.GoodputPercent = sc.goodputPercent(s.GoodRate, s.OfferedRate)
 		s.EarlyPercent, s.LatePercent = math.NaN(), math.NaN()
 		if end-from > 2*earlySeconds {
 			m := binIndex(from+earlySeconds, binSeconds)
@@ -91,13 +91,11 @@ func phaseStats(sc scenarioSpec, run systemRun, binSeconds float64) []phaseStat 
 // (bench/findings.md, F8's fourteenth round).
 const earlySeconds = 4.0
 
-// goodputOver is the goodput of bins from..to: the successes within the
-// SLO per second over min(offered per second, the judged capacity), in
-// percent.
+// goodputOver is the goodput of bins from..to in percent (goodputPercent).
 func goodputOver(sc scenarioSpec, bins [][]classBin, from, to int, binSeconds float64) float64 {
 	all := sumBins(bins, from, to, -1)
 	secs := float64(to-from) * binSeconds
-	return 100 * float64(all.Good) / secs / min(float64(all.Offered)/secs, sc.judgedCapacity())
+	return sc.goodputPercent(float64(all.Good)/secs, float64(all.Offered)/secs)
 }
 
 func binIndex(t, binSeconds float64) int { return int(math.Round(t / binSeconds)) }

@@ -74,6 +74,12 @@ func (s scenarioSpec) judgedCapacity() float64 {
 	return s.Capacity
 }
 
+// goodputPercent is a rate of successes within the SLO in percent of
+// min(the offered rate, the judged capacity).
+func (s scenarioSpec) goodputPercent(good, offered float64) float64 {
+	return 100 * good / min(offered, s.judgedCapacity())
+}
+
 // Seconds is the scenario's length.
 func (s scenarioSpec) Seconds() float64 {
 	var t float64

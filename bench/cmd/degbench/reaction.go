@@ -447,9 +447,7 @@ func runnable(proc string) (int, error) {
 		if err != nil {
 			continue
 		}
-		// The state is the first field after the command name's ')'.
-		s := string(b)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "R" {
+		if f := statFields(b); len(f) > 0 && f[0] == "R" {
 			n++
 		}
 	}

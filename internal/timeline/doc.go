@@ -6,7 +6,9 @@
 // cannot be written, is dropped and counted. Old files are deleted by age
 // and by total size; the total, the file being written included, stays
 // within record.max_bytes at every moment, and recording stops before the
-// disk is too short for the state file (Options.Reserve).
+// disk is too short for the state file (Options.Reserve). Once today's file
+// holds half the budget at a rate that would fill it before midnight UTC,
+// the writer warns once, with the time, while a reload can still raise it.
 //
 // A Builder summarizes a range for the dashboard's History view (GET
 // /v1/timeline?points=N) and the replay report: the published level as

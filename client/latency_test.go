@@ -96,6 +96,45 @@ func TestLatencyIsSentOnlyToADaemonThatKeepsIt(t *testing.T) {
 	}
 }
 
+// A client that connects before the daemon's first health check holds a
+// state without status, so without status.latency. The daemon's check
+// moves no sequence, so no new state comes on the stream; the client
+// reads the state again and sends latency_counts from the next report.
+func TestLatencyIsSentOnceTheDaemonHasChecked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDaemon(t)
+		d.keepsLatency, d.unsampled = true, true
+		d.start()
+		c := d.newClient(WithReportInterval(time.Second))
+		stop := running(t, c)
+		defer stop()
+		synctest.Wait()
+		c.Observe(true, 3*time.Millisecond)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := d.win.latencies(); got != ([numLatencyBuckets]int64{}) {
+			t.Errorf("before the daemon's first check it got latencies %v, want none (its status says nothing of latency)", got)
+		}
+		d.mu.Lock()
+		d.unsampled = false
+		d.mu.Unlock()
+		for range 2 {
+			c.Observe(true, 3*time.Millisecond)
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		if got, want := d.win.latencies(), ([numLatencyBuckets]int64{2: 2}); got != want {
+			t.Errorf("after the daemon's first check (no new sequence) it got latencies %v, want %v: each report after the check reads the state again", got, want)
+		}
+		if a, _ := d.win.Totals(time.Now()); a != 3 {
+			t.Errorf("daemon got %d attempts, want 3", a)
+		}
+		if st := c.State(); st.Signals.Status["latency"] != "off" || st.Sequence != 0 {
+			t.Errorf("client holds sequence %d with status %v, want sequence 0 with the daemon's status", st.Sequence, st.Signals.Status)
+		}
+	})
+}
+
 // While the daemon is down, latencies are kept with their outcomes, under
 // the same bound.
 func TestRetainedLatenciesStayWithinTheOutcomes(t *testing.T) {

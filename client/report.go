@@ -91,6 +91,42 @@ func (c *Client) Observe(success bool, d time.Duration) {
 	c.observed[ok][latencyBucket(d)].Add(1)
 }
 
+// awaitFirstCheck reads the daemon's state again while the one the client
+// holds predates the daemon's first health check (signals.sampled_at
+// null, and so no status): the stream sends the next state only when the
+// sequence moves, which may be hours away, and until the state shows
+// status.latency the reports carry no latency_counts. (A client that
+// connected in the daemon's first moments, as a sidecar's service does,
+// sent none until the level first changed; the admission law, reading
+// reports without latency, took a dependency's 30% failures for an
+// overload and measured a "capacity" from them, and the level stopped at
+// Moderate, two short of the table's Severe, for as long as they lasted:
+// examples/shop's walkthrough, one run in ten under load.) Only the
+// signals are taken, and only from a document of the same sequence: a
+// newer one comes through the stream or the poll, in order. A failed read
+// is left to the report that follows, which fails the same way and is
+// logged.
+func (c *Client) awaitFirstCheck(ctx context.Context) {
+	if st := c.view.Load().state; st == nil || st.Signals.SampledAt != nil {
+		return
+	}
+	var st State
+	if c.call(ctx, http.MethodGet, "/v1/level", nil, &stateDocument{State: &st}) != nil || st.Signals.SampledAt == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.view.Load()
+	if v.state == nil || v.state.Sequence != st.Sequence {
+		return
+	}
+	held := v.state.clone()
+	held.Signals = st.Signals
+	nv := *v
+	nv.state = &held
+	c.view.Store(&nv)
+}
+
 // keepsLatency reports whether the last state came from a daemon that
 // publishes the latency signal, and so accepts "latency_counts".
 func (c *Client) keepsLatency() bool {
@@ -125,6 +161,7 @@ func (c *Client) flush(ctx context.Context, current bool) error {
 		observed += n
 	}
 	c.timing.adapt(observed+recS+recF, time.Now())
+	c.awaitFirstCheck(ctx)
 	withLatency := c.keepsLatency()
 	if withLatency {
 		for i, n := range latency {

@@ -98,6 +98,10 @@ type daemon struct {
 	// state document lacks the key "partial", and it refuses "admission"
 	// as an unknown field.
 	noPartial bool
+	// unsampled makes the daemon one that has not run its first health
+	// check: its signals have sampled_at and status null. Once it is
+	// false, sampled_at is when the daemon started.
+	unsampled bool
 	// admissions are the "admission" objects accepted, in order, with
 	// when each arrived.
 	admissions []receivedAdmission
@@ -164,8 +168,13 @@ func (d *daemon) current() (State, <-chan struct{}) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.state
-	if d.keepsLatency {
-		st.Signals.Status = map[string]string{"latency": "off"}
+	if !d.unsampled {
+		at := d.state.Since
+		st.Signals.SampledAt = &at
+		st.Signals.Status = map[string]string{}
+		if d.keepsLatency {
+			st.Signals.Status["latency"] = "off"
+		}
 	}
 	st.Shadow = d.shadow
 	return st, d.changed

@@ -3,6 +3,7 @@ package levels
 import (
 	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -165,6 +166,8 @@ type evidence struct {
 	// size a step.
 	offered map[int]float64
 	sized   bool
+	// priorities are offered's keys, in order.
+	priorities []int
 	// fresh reports whether the reports judged wholly after the last
 	// change of the automatic admission (accumulated until there are
 	// enough to judge: min_throughput) say something of the load; the
@@ -227,14 +230,23 @@ func (l *law) observe(c Config, in Input) evidence {
 		reporters = l.forget(reporters, copied, in.At)
 	}
 	l.reporters = reporters
+	// Summed in the order of the reporters' ids and priorities: a float
+	// sum in a map's order differs in its last bits from run to run, and
+	// replay runs this machine again on the recorded inputs. (With no
+	// offered load below a level's threshold, the band's load came out as
+	// 0 or 1e-13 by the order of the sum, and the band was published as
+	// admitted at 0.95 in one run and as none in another.)
+	l.ids = slices.Sorted(maps.Keys(l.reporters))
 	ev.offered = map[int]float64{}
 	var observed float64
-	for _, rep := range l.reporters {
-		for p, n := range rep.counts {
+	for _, id := range l.ids {
+		rep := l.reporters[id]
+		for _, p := range slices.Sorted(maps.Keys(rep.counts)) {
 			ev.offered[p] += rep.rate(p)
-			observed += n
+			observed += rep.counts[p]
 		}
 	}
+	ev.priorities = slices.Sorted(maps.Keys(ev.offered))
 	ev.sized = observed > 0 && observed >= float64(c.Rules.MinThroughput)
 	l.fresh = fresh
 	if span := fresh.span(); span >= minJudgeSpan.Seconds() {
@@ -251,8 +263,9 @@ func (l *law) observe(c Config, in Input) evidence {
 }
 
 // forget drops the reporters not heard from within their ttl, and the
-// least recently heard beyond maxReporters. It copies the map before
-// changing it unless copied says it already is a copy.
+// least recently heard beyond maxReporters (of two heard at once, the
+// lesser id). It copies the map before changing it unless copied says it
+// already is a copy.
 func (l *law) forget(reporters map[string]reporter, copied bool, now time.Time) map[string]reporter {
 	drop := func(id string) {
 		if !copied {
@@ -268,7 +281,7 @@ func (l *law) forget(reporters map[string]reporter, copied bool, now time.Time) 
 	for len(reporters) > maxReporters {
 		oldest, at := "", now
 		for id, rep := range reporters {
-			if rep.at.Before(at) || oldest == "" {
+			if oldest == "" || rep.at.Before(at) || rep.at.Equal(at) && id < oldest {
 				oldest, at = id, rep.at
 			}
 		}
@@ -407,6 +420,13 @@ type verdict struct {
 	// errorOver: the failure ratio is over its lowest threshold; cpuWarm:
 	// the CPU is over half its lowest threshold.
 	errorOver, cpuWarm bool
+	// failLevel is the most severe level whose error rate threshold the
+	// failure ratio exceeds when the load does not explain the failures:
+	// the latency was measured, and neither it nor a sampled signal says
+	// the service is busy. 0 otherwise: failures on a busy service are its
+	// queue timing out, and without latency reports they are read as
+	// pressure (the coarser law).
+	failLevel int
 }
 
 // load judges the fresh counts and the sample against the lowest
@@ -446,8 +466,10 @@ func load(c Config, s Sample, f freshCounts) verdict {
 			v.idle = false
 		}
 	}
+	failed := -1.0
 	if n := f.success + f.failure; n > 0 && n >= float64(c.Rules.MinThroughput) {
-		judge(ErrorRate, f.failure/n*100)
+		failed = f.failure / n * 100
+		judge(ErrorRate, failed)
 	}
 	if f.hasLatency {
 		if ms, n := QuantileOf(f.latency[:], t.LatencyQuantile()); n > 0 && n >= c.Rules.MinThroughput {
@@ -477,6 +499,9 @@ func load(c Config, s Sample, f freshCounts) verdict {
 		// in-process middleware of a saturated core sees no latency for
 		// the wait before it, only requests that come out too late.
 		v.pressure, v.latencyOnly = true, false
+	}
+	if v.errorOver && !v.pressure && v.latencyJudged {
+		v.failLevel = t.errorLevel(failed)
 	}
 	v.quiet, v.idle = v.quiet && v.judged, v.idle && v.judged
 	return v

@@ -170,6 +170,10 @@ type law struct {
 	// counts its offered load by priority.
 	sized   bool
 	offered map[int]float64
+	// priorities are offered's keys in order, ids the live reporters' ids
+	// in order: the law sums in these orders (observe).
+	priorities []int
+	ids        []string
 	// edge says the estimate is falling under a latency over its
 	// threshold (checkTail): edgeCapacity was the estimate when the check
 	// began, edgeLatency the latency. tail is a latency the fall did not
@@ -179,6 +183,13 @@ type law struct {
 	edgeCapacity, edgeLatency float64
 	tail                      float64
 	tailAt                    time.Time
+	// failLevel is the level the last fresh decision's failures call for
+	// when the load does not explain them (verdict.failLevel), 0 when
+	// none: the table's level is the regime for a failing dependency, as
+	// it is without a capacity. A step up goes as far as the error rate
+	// takes it (failureStep), and up to failLevel a level sheds what the
+	// table says, no partial admission (partialFor).
+	failLevel int
 	// fresh accumulates the reports judged wholly after changedAt, recent
 	// the last second or so of reports, fresh or not.
 	fresh  freshCounts
@@ -203,7 +214,7 @@ type law struct {
 // Nor does a latency the cuts did not lower (checkTail): within tailSlack
 // of it, it is neither pressure nor warmth.
 func (l *law) decide(ev evidence, now time.Time) {
-	l.sized, l.offered = ev.sized, ev.offered
+	l.sized, l.offered, l.priorities = ev.sized, ev.offered, ev.priorities
 	if !ev.fresh || !ev.sized {
 		return
 	}
@@ -215,6 +226,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 	// tail's check and the table's step read it as it was.
 	raw := ev.verdict
 	ev.verdict = l.untail(raw, now)
+	l.failLevel = ev.failLevel
 	saturated := ev.warm && ev.demand > ev.success*(1+saturation)
 	draining := ev.pressure && (ev.backlog >= 2 || ev.demand < ev.success*(1-saturation))
 	// queued: with no capacity measured yet, a latency past twice its
@@ -518,10 +530,16 @@ func (l *law) underloaded(now time.Time) bool {
 
 // admittedFrom is the offered load at priorities >= threshold.
 func (l *law) admittedFrom(threshold int) float64 {
+	return l.offeredIn(threshold, math.MaxInt)
+}
+
+// offeredIn is the offered load at priorities in [lo, hi): exactly 0 when
+// none is offered there.
+func (l *law) offeredIn(lo, hi int) float64 {
 	var sum float64
-	for p, v := range l.offered {
-		if p >= threshold {
-			sum += v
+	for _, p := range l.priorities {
+		if p >= lo && p < hi {
+			sum += l.offered[p]
 		}
 	}
 	return sum
@@ -531,9 +549,10 @@ func (l *law) admittedFrom(threshold int) float64 {
 // threshold.
 func (l *law) steadyFrom(threshold int) float64 {
 	var sum float64
-	for _, rep := range l.reporters {
-		for p := range rep.counts {
-			if p >= threshold {
+	for _, id := range l.ids {
+		rep := l.reporters[id]
+		for _, p := range l.priorities {
+			if _, ok := rep.counts[p]; ok && p >= threshold {
 				sum += rep.steady(p)
 			}
 		}
@@ -562,7 +581,7 @@ func (l *law) fits(t *Table, i int, scale float64) bool {
 // reads the higher, so that a step of the load is read at once.
 func (l *law) fitLevel(t *Table, from int) int {
 	load := l.admittedFrom
-	if l.admittedFrom(t.Level(from).PriorityThreshold) < l.admittedFrom(0) {
+	if l.offeredIn(0, t.Level(from).PriorityThreshold) > 0 {
 		load = l.steadyFrom
 	}
 	target := headroom * l.peak
@@ -606,6 +625,11 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 	}
 	if mv.To > mv.From {
 		to := min(mv.To, max(mv.From, l.fitLevel(t, mv.From)))
+		if f, why := l.failureStep(t, s, mv); f > to {
+			a.Level = f
+			mv.To, mv.Reason = f, why
+			return a, mv
+		}
 		if to == mv.From {
 			return hold()
 		}
@@ -615,8 +639,8 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 		}
 		return a, mv
 	}
-	band := l.admittedFrom(t.Level(mv.To).PriorityThreshold) - l.admittedFrom(t.Level(mv.From).PriorityThreshold)
-	atTop := band <= 0 || !l.known || l.partial != nil && l.partial.Fraction >= fractionTop
+	band := l.offeredIn(t.Level(mv.To).PriorityThreshold, t.Level(mv.From).PriorityThreshold)
+	atTop := band <= 0 || !l.known || l.failLevel >= mv.From || l.partial != nil && l.partial.Fraction >= fractionTop
 	if !atTop || !l.fits(t, mv.To, 1-stepMargin) {
 		return hold()
 	}
@@ -657,6 +681,27 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 	return mv.From, ""
 }
 
+// failureStep is the most severe level of the move from mv.From to mv.To,
+// up to the level the fresh failures call for (failLevel), whose error
+// rate threshold the window's error rate exceeds too, and that trigger;
+// mv.From if none. (Capped by the level the load fits, a dependency's
+// 30% failures after any overload the daemon had measured left the level
+// at Normal: the load fitted the capacity, so no step up was needed.)
+func (l *law) failureStep(t *Table, s Sample, mv Move) (int, string) {
+	e, ok := s.Value(ErrorRate)
+	if !ok {
+		return mv.From, ""
+	}
+	only := s.Clone()
+	only.Values = map[Signal]float64{ErrorRate: e}
+	for i := min(mv.To, l.failLevel); i > mv.From; i-- {
+		if tr, ok := t.triggerAt(only, i); ok {
+			return i, tr.String()
+		}
+	}
+	return mv.From, ""
+}
+
 // stepReason names what exceeds level to's thresholds, and what the law
 // admits there.
 func (l *law) stepReason(t *Table, s Sample, to int, ev evidence) string {
@@ -676,12 +721,12 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 		return nil
 	}
 	from, to := t.Level(i-1).PriorityThreshold, t.Level(i).PriorityThreshold
-	band := l.admittedFrom(from) - l.admittedFrom(to)
+	band := l.offeredIn(from, to)
 	if band <= 0 {
 		return nil
 	}
-	if !l.known {
-		return nil // no capacity measured: the table's level is exact
+	if !l.known || l.failLevel >= i {
+		return nil // no capacity measured, or failures the load does not explain: the table's level is exact
 	}
 	l.readmit, l.band, l.floor = 0, band, l.admittedFrom(to)
 	l.sizeDrain(l.floor)

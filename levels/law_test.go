@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,37 @@ func TestLawFailingDependency(t *testing.T) {
 		{at: 2 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 220, success: 154, failure: 66, latencyMs: 15, errorRate: 30,
 			level: "Severe", partial: "null", capacity: [2]float64{0, 0}},
 	})
+}
+
+// TestLawFailingDependencyAfterAnOverload: a capacity measured in an
+// overload earlier does not cap the table's level for a failing
+// dependency. Back at Normal at 0.5x, 30% of requests fail at 15 ms, the
+// core idle: the load fits the capacity, but the failures are not the
+// load's, so the level goes to Severe as the table says and sheds what
+// it says (partial null), as TestLawFailingDependency does without a
+// capacity. Once they stop, it steps down a level per dwell. (Capped by
+// the level that fits, it stayed at Normal while they lasted.)
+func TestLawFailingDependencyAfterAnOverload(t *testing.T) {
+	steps := measuredAt800()
+	each := func(from, to int, st lawStep, level, partial string) {
+		for s := from; s <= to; s++ {
+			st.at, st.level, st.partial = time.Duration(s)*time.Second, level, partial
+			steps = append(steps, st)
+		}
+	}
+	quiet := lawStep{trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15}
+	failing := lawStep{trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 280, failure: 120, latencyMs: 15, errorRate: 30}
+	each(4, 10, quiet, "Major", "30 0.95")
+	each(11, 20, quiet, "Moderate", "10 0.95")
+	each(21, 30, quiet, "Minor", "null")
+	each(31, 40, quiet, "Normal", "null")
+	failing.reason = "error_rate 30.00% > 25% (Severe)"
+	each(41, 41, failing, "Severe", "null")
+	failing.reason = ""
+	each(42, 45, failing, "Severe", "null")
+	each(46, 50, quiet, "Severe", "50 0.95")
+	each(51, 60, quiet, "Major", "30 0.95")
+	runLawSteps(t, AdmissionGraduated, steps)
 }
 
 // TestLawEdge: with the capacity measured, a latency over its threshold
@@ -685,4 +717,58 @@ func TestLawStopsCuttingAtALatencyTheLoadDoesNotCause(t *testing.T) {
 			level: "Major", partial: "30 0.49", capacity: [2]float64{879, 881}},
 		tail(9*time.Second, 836, "30 0.46", 853, 854),
 	})
+}
+
+// TestLawIsDeterministic: replay runs the machine again on recorded
+// inputs, so the same inputs make the same decisions, to the last bit.
+// Eight clients report a hundred priorities each; the sums of their
+// offered loads were made in the order of Go's maps, which differs from
+// run to run, and came out different in their last bits: a band with no
+// load below a threshold was 0 in one run and 1e-13 in another, and
+// published as admitted at 0.95 in one and as none in the other.
+func TestLawIsDeterministic(t *testing.T) {
+	run := func() []string {
+		tab := simTable(t)
+		t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+		m := NewMachine(Config{Table: tab, Rules: Rules{MinimumLevelDuration: 10 * time.Second, Hysteresis: 0.1, MaxOverrideTTL: time.Hour, MinThroughput: 10}}, t0)
+		m.Evaluate(Input{At: t0, Trigger: TriggerStart, Sample: Sample{}.Clone()})
+		var trace []string
+		for s := 1; s <= 30; s++ {
+			now := t0.Add(time.Duration(s) * time.Second)
+			x := 0.5
+			if s > 5 {
+				x = 3
+			}
+			var reports []Report
+			for c := range 8 {
+				offered := map[int]int64{}
+				for p := 10; p < 110; p++ {
+					offered[p] = int64(x*float64(p*(c+1)%17)) + 1
+				}
+				admitted := int64(float64(800/8) * min(x, 1.2))
+				success, lat := admitted, 15.0
+				if x > 1 {
+					success, lat = 100, 450
+				}
+				l := make([]int64, NumLatencyBuckets)
+				l[latencyBucket(lat)] = success
+				reports = append(reports, Report{At: now, Success: success, Latency: l,
+					Admission: &Admission{Admitted: admitted, Seconds: 1, Reporter: fmt.Sprintf("c%d", c), Offered: offered}})
+			}
+			m.Evaluate(Input{At: now, Trigger: TriggerEvent, Sample: Sample{}.Clone(), Reports: reports})
+			p := m.Published()
+			trace = append(trace, fmt.Sprintf("%d %s %b %b %b", p.Index, lawPartial(p.Partial), m.law.capacity, m.law.admittedFrom(0), m.law.steadyFrom(50)))
+		}
+		return trace
+	}
+	want := run()
+	for i := range 20 {
+		if got := run(); !slices.Equal(got, want) {
+			for s := range got {
+				if got[s] != want[s] {
+					t.Fatalf("run %d, second %d: %s; the first run: %s", i+2, s+1, got[s], want[s])
+				}
+			}
+		}
+	}
 }

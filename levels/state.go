@@ -180,6 +180,17 @@ func (t *Table) lowestLevel(sig Signal) int {
 	return 0
 }
 
+// errorLevel is the most severe level whose error rate threshold a
+// failure ratio of pct percent exceeds, 0 if none does.
+func (t *Table) errorLevel(pct float64) int {
+	for i := len(t.levels) - 1; i > 0; i-- {
+		if th, ok := t.levels[i].Threshold(ErrorRate); ok && pct > th {
+			return i
+		}
+	}
+	return 0
+}
+
 func (t *Table) lowestThreshold(sig Signal) (float64, bool) {
 	i := t.lowestLevel(sig)
 	if i == 0 {

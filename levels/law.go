@@ -551,8 +551,8 @@ func (l *law) steadyFrom(threshold int) float64 {
 	var sum float64
 	for _, id := range l.ids {
 		rep := l.reporters[id]
-		for _, p := range l.priorities {
-			if _, ok := rep.counts[p]; ok && p >= threshold {
+		for _, p := range rep.keys {
+			if p >= threshold {
 				sum += rep.steady(p)
 			}
 		}

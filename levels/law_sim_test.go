@@ -412,7 +412,7 @@ func (s *sim) describe() string {
 	return b.String()
 }
 
-func simTable(t *testing.T) *Table {
+func simTable(t testing.TB) *Table {
 	t.Helper()
 	tab, err := NewTable([]Level{
 		{Name: "Minor", PriorityThreshold: 10, Thresholds: Thresholds{Latency: 100, ErrorRate: 1}},

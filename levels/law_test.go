@@ -772,3 +772,36 @@ func TestLawIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestLawForgetsPrioritiesNoLongerOffered: a reporter keeps the
+// priorities it offers, and forgets those it no longer does. One client
+// offering 64 new priorities in each of 2,000 reports (10 a second) is
+// left with at most 128; one offering the same four all along keeps the
+// four.
+func TestLawForgetsPrioritiesNoLongerOffered(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	m := NewMachine(Config{Table: simTable(t), Rules: Rules{MinimumLevelDuration: 10 * time.Second, Hysteresis: 0.1, MaxOverrideTTL: time.Hour, MinThroughput: 10}}, t0)
+	m.Evaluate(Input{At: t0, Trigger: TriggerStart, Sample: Sample{}.Clone()})
+	most := 0
+	for i := range 2000 {
+		now := t0.Add(time.Duration(i+1) * 100 * time.Millisecond)
+		wandering := map[int]int64{}
+		for k := range 64 {
+			wandering[1000+i*64+k] = 1
+		}
+		m.Evaluate(Input{At: now, Trigger: TriggerEvent, Sample: Sample{}.Clone(), Reports: []Report{
+			{At: now, Success: 64, Admission: &Admission{Admitted: 64, Seconds: 0.1, Reporter: "wandering", Offered: wandering}},
+			{At: now, Success: 80, Admission: &Admission{Admitted: 80, Seconds: 0.1, Reporter: "steady", Offered: lawMix(1, 0.1)}},
+		}})
+		most = max(most, len(m.law.reporters["wandering"].counts))
+	}
+	if most > maxKept {
+		t.Errorf("the wandering reporter held %d priorities at most, want at most %d", most, maxKept)
+	}
+	if got := m.law.reporters["steady"].keys; !slices.Equal(got, []int{10, 40, 60, 100}) {
+		t.Errorf("the steady reporter keeps priorities %v, want [10 40 60 100]", got)
+	}
+	if got, want := m.law.admittedFrom(10)-m.law.admittedFrom(1000), 800.0; math.Abs(got-want) > 1 {
+		t.Errorf("offered at 10..999: %.1f/s, want the steady reporter's %.0f/s", got, want)
+	}
+}

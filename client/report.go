@@ -96,7 +96,7 @@ func (c *Client) Observe(success bool, d time.Duration) {
 // null, and so no status): the stream sends the next state only when the
 // sequence moves, which may be hours away, and until the state shows
 // status.latency the reports carry no latency_counts. (A client that
-// connected in the daemon's first moments, as a sidecar's service does,
+// connected in the daemon's first moments, as a sidecar's service may,
 // sent none until the level first changed; the admission law, reading
 // reports without latency, took a dependency's 30% failures for an
 // overload and measured a "capacity" from them, and the level stopped at

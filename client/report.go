@@ -91,7 +91,7 @@ func (c *Client) Observe(success bool, d time.Duration) {
 	c.observed[ok][latencyBucket(d)].Add(1)
 }
 
-// awaitFirstCheck reads the daemon's state again while the one the client
+// refreshSignals reads the daemon's state again while the one the client
 // holds predates the daemon's first health check (signals.sampled_at
 // null, and so no status): the stream sends the next state only when the
 // sequence moves, which may be hours away, and until the state shows
@@ -106,7 +106,7 @@ func (c *Client) Observe(success bool, d time.Duration) {
 // newer one comes through the stream or the poll, in order. A failed read
 // is left to the report that follows, which fails the same way and is
 // logged.
-func (c *Client) awaitFirstCheck(ctx context.Context) {
+func (c *Client) refreshSignals(ctx context.Context) {
 	if st := c.view.Load().state; st == nil || st.Signals.SampledAt != nil {
 		return
 	}
@@ -161,7 +161,7 @@ func (c *Client) flush(ctx context.Context, current bool) error {
 		observed += n
 	}
 	c.timing.adapt(observed+recS+recF, time.Now())
-	c.awaitFirstCheck(ctx)
+	c.refreshSignals(ctx)
 	withLatency := c.keepsLatency()
 	if withLatency {
 		for i, n := range latency {

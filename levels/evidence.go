@@ -204,8 +204,6 @@ type evidence struct {
 	// size a step.
 	offered map[int]float64
 	sized   bool
-	// priorities are offered's keys, in order.
-	priorities []int
 	// fresh reports whether the reports judged wholly after the last
 	// change of the automatic admission (accumulated until there are
 	// enough to judge: min_throughput) say something of the load; the
@@ -287,7 +285,6 @@ func (l *law) observe(c Config, in Input) evidence {
 			observed += rep.counts[p]
 		}
 	}
-	ev.priorities = slices.Sorted(maps.Keys(ev.offered))
 	ev.sized = observed > 0 && observed >= float64(c.Rules.MinThroughput)
 	l.fresh = fresh
 	if span := fresh.span(); span >= minJudgeSpan.Seconds() {
@@ -507,7 +504,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 			v.idle = false
 		}
 	}
-	failed := -1.0
+	var failed float64 // percent, when judged
 	if n := f.success + f.failure; n > 0 && n >= float64(c.Rules.MinThroughput) {
 		failed = f.failure / n * 100
 		judge(ErrorRate, failed)

@@ -2,7 +2,9 @@ package levels
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -170,8 +172,8 @@ type law struct {
 	// counts its offered load by priority.
 	sized   bool
 	offered map[int]float64
-	// priorities are offered's keys in order, ids the live reporters' ids
-	// in order: the law sums in these orders (observe).
+	// priorities are offered's keys in order (decide), ids the live
+	// reporters' ids in order (observe): the law sums in these orders.
 	priorities []int
 	ids        []string
 	// edge says the estimate is falling under a latency over its
@@ -214,7 +216,7 @@ type law struct {
 // Nor does a latency the cuts did not lower (checkTail): within tailSlack
 // of it, it is neither pressure nor warmth.
 func (l *law) decide(ev evidence, now time.Time) {
-	l.sized, l.offered, l.priorities = ev.sized, ev.offered, ev.priorities
+	l.sized, l.offered, l.priorities = ev.sized, ev.offered, slices.Sorted(maps.Keys(ev.offered))
 	if !ev.fresh || !ev.sized {
 		return
 	}

@@ -19,12 +19,13 @@ func BenchmarkEvaluateEvent(b *testing.B) {
 			m.Evaluate(Input{At: t0, Trigger: TriggerStart, Sample: Sample{}.Clone()})
 			reports := make([]Report, size.reporters)
 			for c := range reports {
-				offered := map[int]int64{}
+				offered, admitted := map[int]int64{}, int64(0)
 				for p := range size.priorities {
 					offered[p*100/size.priorities] = int64(p%7 + 1)
+					admitted += int64(p%7 + 1)
 				}
-				reports[c] = Report{At: t0.Add(time.Second), Success: 100,
-					Admission: &Admission{Admitted: 100, Seconds: 1, Reporter: fmt.Sprintf("c%d", c), Offered: offered}}
+				reports[c] = Report{At: t0.Add(time.Second), Success: admitted,
+					Admission: &Admission{Admitted: admitted, Seconds: 1, Reporter: fmt.Sprintf("c%d", c), Offered: offered}}
 			}
 			m.Evaluate(Input{At: t0.Add(time.Second), Trigger: TriggerEvent, Sample: Sample{}.Clone(), Reports: reports})
 			b.ReportAllocs()
@@ -32,7 +33,7 @@ func BenchmarkEvaluateEvent(b *testing.B) {
 				now := t0.Add(time.Second + time.Duration(i+1)*time.Millisecond)
 				r := reports[i%len(reports)]
 				r.At = now
-				r.Admission = &Admission{Admitted: 1, Seconds: 0.001, Reporter: r.Admission.Reporter, Offered: r.Admission.Offered}
+				r.Admission = &Admission{Admitted: r.Admission.Admitted, Seconds: 0.1, Reporter: r.Admission.Reporter, Offered: r.Admission.Offered}
 				m.Evaluate(Input{At: now, Trigger: TriggerEvent, Sample: Sample{}.Clone(), Reports: []Report{r}})
 			}
 		})

@@ -683,6 +683,40 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 	return mv.From, ""
 }
 
+// recoverOnFresh is the table rule's step down (Next) at a health check
+// with the latency the law last judged in fresh reports in place of the
+// window's, when the level held and that latency may be what holds it:
+// judged within verdictRecent, with no pressure, and under the window's.
+// The window holds the answers of the last
+// error_rate_window, and a burst of late answers near the end of an
+// overload kept its p99 over the level's threshold for that long after
+// the load had gone. (In degbench overload's cpu3x, one run in five: a
+// hiccup of the core made 35-166 answers late a second before the 3x
+// phase ended, and with the load down to 0.5x and the band admitted at
+// 0.95, Major held for the window's 10 s, shedding 40% of the requests of
+// a service half idle; with the default 1m window, a minute.) The step
+// still goes one level, after the dwell and its jitter, and limit then
+// holds it until the band is admitted at the top and the level below
+// fits. Its reason names both latencies. ok is false when there is no
+// such step.
+func (l *law) recoverOnFresh(from Auto, c Config, in Input) (down Auto, mv Move, ok bool) {
+	window, lat := in.Sample.Value(Latency)
+	if !lat || from.Level == 0 || !l.judged.latencyJudged || l.judged.pressure ||
+		in.At.Sub(l.decidedAt) > verdictRecent || l.judged.latency >= window {
+		return from, mv, false
+	}
+	s := in.Sample.Clone()
+	s.Values[Latency] = l.judged.latency
+	delete(s.Recovery, Latency)
+	down, mv = Next(from, c.Table, s, in.At, c.Rules)
+	if mv.To >= mv.From {
+		return from, mv, false
+	}
+	label := "latency " + QuantileLabel(c.Table.LatencyQuantile())
+	mv.Reason += fmt.Sprintf("; %s %.0fms in fresh reports (%.0fms over the window)", label, l.judged.latency, window)
+	return down, mv, true
+}
+
 // failureStep is the most severe level of the move from mv.From to mv.To,
 // up to the level the fresh failures call for (failLevel), whose error
 // rate threshold the window's error rate exceeds too, and that trigger;

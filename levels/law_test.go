@@ -508,6 +508,43 @@ func TestLawStepDownReadmitsFirst(t *testing.T) {
 	})
 }
 
+// TestLawRecoversOnFreshLatency: a burst of late answers near the end of
+// an overload keeps the window's p99 (450 ms) over every threshold below
+// Emergency after the load has fallen to 0.5x. Once the band is admitted
+// at the top, the health check steps the level down on the latency of the
+// fresh reports (15 ms), not the window's, one level, and says so in its
+// reason; the window alone held Major for its whole length (in degbench
+// overload's cpu3x, 10 s of a service half idle shedding 40% of its
+// requests). Fresh reports over the lowest threshold hold the level.
+func TestLawRecoversOnFreshLatency(t *testing.T) {
+	overload := []lawStep{
+		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "null"},
+		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, errorRate: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39"},
+		{at: 12 * time.Second, trigger: TriggerTick, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 30, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39"},
+		{at: 12500 * time.Millisecond, trigger: TriggerEvent, x: 0.5, secs: 0.5, admitted: 150, success: 150, latencyMs: 15, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.66"},
+		{at: 13 * time.Second, trigger: TriggerTick, x: 0.5, secs: 0.5, admitted: 260, success: 260, latencyMs: 15, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.95"},
+	}
+	t.Run("quiet", func(t *testing.T) {
+		runLawSteps(t, AdmissionGraduated, append(slices.Clone(overload),
+			lawStep{at: 14 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 390, success: 390, latencyMs: 15, latencyWindowMs: 450,
+				level: "Moderate", partial: "10 0.46", reason: "below Major thresholds less 10% hysteresis; latency p99 20ms in fresh reports (497ms over the window)"},
+			lawStep{at: 16 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 390, success: 390, latencyMs: 15, latencyWindowMs: 450,
+				level: "Moderate", partial: "10 0.95"},
+		))
+	})
+	t.Run("over", func(t *testing.T) {
+		runLawSteps(t, AdmissionGraduated, append(slices.Clone(overload),
+			lawStep{at: 14 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 390, success: 390, latencyMs: 150, latencyWindowMs: 450,
+				level: "Major", partial: "30 0.95"},
+		))
+	})
+}
+
 // FuzzLawReports: whatever reports a replayed timeline holds (replay reads
 // them from files, unchecked by the API), the machine neither panics nor
 // publishes a fraction outside (0, 1).

@@ -68,7 +68,9 @@ func (m *Machine) expire(now time.Time, jitter float64) []Entry {
 
 // moveAuto moves the automatic level one evaluation, its dwell starting
 // at dwellStart. A new automatic level draws its recovery jitter, and the
-// published level follows it unless an override decides.
+// published level follows it unless an override decides. In graduated
+// mode a health check whose window holds the level up on latency alone
+// may step it down on the latency of fresh reports (law.recoverOnFresh).
 func (m *Machine) moveAuto(in Input, tick bool, ev evidence) []Entry {
 	m.auto.Since = m.dwellStart()
 	rule := Event
@@ -76,8 +78,16 @@ func (m *Machine) moveAuto(in Input, tick bool, ev evidence) []Entry {
 		rule = Next
 	}
 	a, mv := rule(m.auto, m.cfg.Table, in.Sample, in.At, m.cfg.Rules)
-	if mv.Moved() && m.cfg.graduated() && !m.cfg.Rules.Shadow {
-		a, mv = m.law.limit(m.cfg.Table, m.auto, a, mv, in.Sample, ev, in.At)
+	if m.cfg.graduated() && !m.cfg.Rules.Shadow {
+		if mv.Moved() {
+			a, mv = m.law.limit(m.cfg.Table, m.auto, a, mv, in.Sample, ev, in.At)
+		}
+		if tick && !mv.Moved() {
+			if down, dm, ok := m.law.recoverOnFresh(m.auto, m.cfg, in); ok {
+				down.Recommended = a.Recommended // the table's, from the window
+				a, mv = m.law.limit(m.cfg.Table, m.auto, down, dm, in.Sample, ev, in.At)
+			}
+		}
 	}
 	m.auto = a
 	if !mv.Moved() {

@@ -192,6 +192,9 @@ type law struct {
 	// takes it (failureStep), and up to failLevel a level sheds what the
 	// table says, no partial admission (partialFor).
 	failLevel int
+	// overruled is the window's latency a step down on fresh reports
+	// overruled (recoverOnFresh), 0 when none is (ruleSample).
+	overruled float64
 	// fresh accumulates the reports judged wholly after changedAt, recent
 	// the last second or so of reports, fresh or not.
 	fresh  freshCounts
@@ -715,6 +718,46 @@ func (l *law) recoverOnFresh(from Auto, c Config, in Input) (down Auto, mv Move,
 	label := "latency " + QuantileLabel(c.Table.LatencyQuantile())
 	mv.Reason += fmt.Sprintf("; %s %.0fms in fresh reports (%.0fms over the window)", label, l.judged.latency, window)
 	return down, mv, true
+}
+
+// overrule notes the window's latency in s as overruled by fresh reports
+// (recoverOnFresh stepped the level down under it).
+func (l *law) overrule(s Sample) {
+	if v, ok := s.Value(Latency); ok {
+		l.overruled = max(l.overruled, v)
+	}
+}
+
+// ruleSample is the sample the table's rule reads: s, but while the
+// window's latency is one the law overruled (recoverOnFresh) and no fresh
+// verdict stands (verdictRecent), without the latency. The window still
+// holds the late answers the step down overruled, and read again when the
+// clients fell silent they took the level from Normal to Emergency on
+// answers 20 s old (a driver on the real binary that stopped reporting
+// after the recovery). While reports come, the window is read as it is:
+// new answers come only with them, and a fresh verdict judges them. The
+// overruling ends once the window's latency is under its lowest threshold
+// (those answers are gone), or a fresh verdict says the service is under
+// pressure again.
+func (l *law) ruleSample(t *Table, s Sample, now time.Time) Sample {
+	if l.overruled == 0 {
+		return s
+	}
+	v, ok := s.Value(Latency)
+	th, _ := t.lowestThreshold(Latency)
+	fresh := l.judged.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
+	if !ok || v <= th || fresh && l.judged.pressure {
+		l.overruled = 0
+		return s
+	}
+	if fresh {
+		return s
+	}
+	s = s.Clone()
+	delete(s.Values, Latency)
+	delete(s.Recovery, Latency)
+	s.States[Latency] = Absent
+	return s
 }
 
 // failureStep is the most severe level of the move from mv.From to mv.To,

@@ -515,7 +515,9 @@ func TestLawStepDownReadmitsFirst(t *testing.T) {
 // fresh reports (15 ms), not the window's, one level, and says so in its
 // reason; the window alone held Major for its whole length (in degbench
 // overload's cpu3x, 10 s of a service half idle shedding 40% of its
-// requests). Fresh reports over the lowest threshold hold the level.
+// requests). When the clients then fall silent, the window's late answers
+// the step overruled do not take the level back up; a new overload does.
+// Fresh reports over the lowest threshold hold the level.
 func TestLawRecoversOnFreshLatency(t *testing.T) {
 	overload := []lawStep{
 		{at: time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
@@ -535,6 +537,24 @@ func TestLawRecoversOnFreshLatency(t *testing.T) {
 				level: "Moderate", partial: "10 0.46", reason: "below Major thresholds less 10% hysteresis; latency p99 20ms in fresh reports (497ms over the window)"},
 			lawStep{at: 16 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 390, success: 390, latencyMs: 15, latencyWindowMs: 450,
 				level: "Moderate", partial: "10 0.95"},
+		))
+	})
+	recovered := lawStep{at: 14 * time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 390, success: 390, latencyMs: 15, latencyWindowMs: 450,
+		level: "Moderate", partial: "10 0.46"}
+	// The clients fall silent: the window still holds the late answers
+	// the step down overruled, and they are not read again...
+	t.Run("silent", func(t *testing.T) {
+		runLawSteps(t, AdmissionGraduated, append(slices.Clone(overload), recovered,
+			lawStep{at: 18 * time.Second, trigger: TriggerTick, latencyWindowMs: 450, level: "Moderate", partial: "10 0.46"},
+			lawStep{at: 20 * time.Second, trigger: TriggerTick, latencyWindowMs: 450, level: "Moderate", partial: "10 0.46"},
+		))
+	})
+	// ... but a new overload is, from its first report.
+	t.Run("again", func(t *testing.T) {
+		runLawSteps(t, AdmissionGraduated, append(slices.Clone(overload), recovered,
+			lawStep{at: 18 * time.Second, trigger: TriggerTick, latencyWindowMs: 450, level: "Moderate", partial: "10 0.46"},
+			lawStep{at: 19 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 2400, success: 800, failure: 1600, latencyMs: 450, errorRate: 60, latencyWindowMs: 450,
+				level: "Major", partial: "null"},
 		))
 	})
 	t.Run("over", func(t *testing.T) {

@@ -70,22 +70,31 @@ func (m *Machine) expire(now time.Time, jitter float64) []Entry {
 // at dwellStart. A new automatic level draws its recovery jitter, and the
 // published level follows it unless an override decides. In graduated
 // mode a health check whose window holds the level up on latency alone
-// may step it down on the latency of fresh reports (law.recoverOnFresh).
+// may step it down on the latency of fresh reports (law.recoverOnFresh),
+// and the latency it overruled is not read again while no fresh reports
+// come (law.ruleSample).
 func (m *Machine) moveAuto(in Input, tick bool, ev evidence) []Entry {
 	m.auto.Since = m.dwellStart()
 	rule := Event
 	if tick {
 		rule = Next
 	}
-	a, mv := rule(m.auto, m.cfg.Table, in.Sample, in.At, m.cfg.Rules)
-	if m.cfg.graduated() && !m.cfg.Rules.Shadow {
+	law := m.cfg.graduated() && !m.cfg.Rules.Shadow
+	s := in.Sample
+	if law {
+		s = m.law.ruleSample(m.cfg.Table, in.Sample, in.At)
+	}
+	a, mv := rule(m.auto, m.cfg.Table, s, in.At, m.cfg.Rules)
+	if law {
 		if mv.Moved() {
 			a, mv = m.law.limit(m.cfg.Table, m.auto, a, mv, in.Sample, ev, in.At)
 		}
 		if tick && !mv.Moved() {
 			if down, dm, ok := m.law.recoverOnFresh(m.auto, m.cfg, in); ok {
 				down.Recommended = a.Recommended // the table's, from the window
-				a, mv = m.law.limit(m.cfg.Table, m.auto, down, dm, in.Sample, ev, in.At)
+				if a, mv = m.law.limit(m.cfg.Table, m.auto, down, dm, in.Sample, ev, in.At); mv.Moved() {
+					m.law.overrule(in.Sample)
+				}
 			}
 		}
 	}

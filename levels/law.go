@@ -690,14 +690,14 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 // with the latency the law last judged in fresh reports in place of the
 // window's, when the level held and that latency may be what holds it:
 // judged within verdictRecent, with no pressure, and under the window's.
-// The window holds the answers of the last
-// error_rate_window, and a burst of late answers near the end of an
-// overload kept its p99 over the level's threshold for that long after
-// the load had gone. (In degbench overload's cpu3x, one run in five: a
-// hiccup of the core made 35-166 answers late a second before the 3x
-// phase ended, and with the load down to 0.5x and the band admitted at
-// 0.95, Major held for the window's 10 s, shedding 40% of the requests of
-// a service half idle; with the default 1m window, a minute.) The step
+// The window holds the answers of the last error_rate_window, and a burst
+// of late answers near the end of an overload kept its p99 over the
+// level's threshold for that long after the load had gone. (In degbench
+// overload's cpu3x, four runs in 36: a hiccup of the core made 21-166
+// answers late in the seconds before the 3x phase ended, and with the
+// load down to 0.5x and the band admitted at 0.95, Major held until the
+// window's 10 s had passed, shedding 40% of the requests of a service
+// half idle; with the default 1m window, a minute.) The step
 // still goes one level, after the dwell and its jitter, and limit then
 // holds it until the band is admitted at the top and the level below
 // fits. Its reason names both latencies. ok is false when there is no

@@ -271,7 +271,7 @@ func (l *law) observe(c Config, in Input) evidence {
 	// offered load below a level's threshold, the band's load came out as
 	// 0 or 1e-13 by the order of the sum, and the band was published as
 	// admitted at 0.95 in one run and as none in another.) The ids are
-	// sorted again only when the reporters changed.
+	// sorted again when a report came or a reporter was forgotten.
 	if copied || len(reporters) != len(l.reporters) || l.ids == nil {
 		l.ids = slices.Sorted(maps.Keys(reporters))
 	}

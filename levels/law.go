@@ -192,9 +192,10 @@ type law struct {
 	// takes it (failureStep), and up to failLevel a level sheds what the
 	// table says, no partial admission (partialFor).
 	failLevel int
-	// overruled is the window's latency a step down on fresh reports
-	// overruled (recoverOnFresh), 0 when none is (ruleSample).
-	overruled float64
+	// overruled says a step down on fresh reports overruled the window's
+	// latency (recoverOnFresh), and the window may still hold the answers
+	// it overruled (ruleSample).
+	overruled bool
 	// fresh accumulates the reports judged wholly after changedAt, recent
 	// the last second or so of reports, fresh or not.
 	fresh  freshCounts
@@ -669,14 +670,15 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string) {
 	_, cpu := s.Value(CPU)
 	_, lat := s.Value(Latency)
-	fresh := lat && l.judged.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
+	latency, fresh := l.freshLatency(now)
+	fresh = fresh && lat
 	if !cpu && !fresh {
 		return mv.To, mv.Reason
 	}
 	s = s.Clone()
 	delete(s.Values, CPU)
 	if fresh {
-		s.Values[Latency] = l.judged.latency
+		s.Values[Latency] = latency
 	}
 	for i := mv.To; i > mv.From; i-- {
 		if tr, ok := t.triggerAt(s, i); ok {
@@ -704,28 +706,28 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 // such step.
 func (l *law) recoverOnFresh(from Auto, c Config, in Input) (down Auto, mv Move, ok bool) {
 	window, lat := in.Sample.Value(Latency)
-	if !lat || from.Level == 0 || !l.judged.latencyJudged || l.judged.pressure ||
-		in.At.Sub(l.decidedAt) > verdictRecent || l.judged.latency >= window {
+	latency, fresh := l.freshLatency(in.At)
+	if !lat || !fresh || from.Level == 0 || l.judged.pressure || latency >= window {
 		return from, mv, false
 	}
 	s := in.Sample.Clone()
-	s.Values[Latency] = l.judged.latency
+	s.Values[Latency] = latency
 	delete(s.Recovery, Latency)
 	down, mv = Next(from, c.Table, s, in.At, c.Rules)
 	if mv.To >= mv.From {
 		return from, mv, false
 	}
 	label := "latency " + QuantileLabel(c.Table.LatencyQuantile())
-	mv.Reason += fmt.Sprintf("; %s %.0fms in fresh reports (%.0fms over the window)", label, l.judged.latency, window)
+	mv.Reason += fmt.Sprintf("; %s %.0fms in fresh reports (%.0fms over the window)", label, latency, window)
 	return down, mv, true
 }
 
-// overrule notes the window's latency in s as overruled by fresh reports
-// (recoverOnFresh stepped the level down under it).
-func (l *law) overrule(s Sample) {
-	if v, ok := s.Value(Latency); ok {
-		l.overruled = max(l.overruled, v)
-	}
+// freshLatency is the latency the law last judged in fresh reports, when
+// it judged one within verdictRecent: it stands, for the table's rule, in
+// place of the window's, which holds older answers (tableStep,
+// recoverOnFresh, ruleSample).
+func (l *law) freshLatency(now time.Time) (float64, bool) {
+	return l.judged.latency, l.judged.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
 }
 
 // ruleSample is the sample the table's rule reads: s, but while the
@@ -740,14 +742,14 @@ func (l *law) overrule(s Sample) {
 // (those answers are gone), or a fresh verdict says the service is under
 // pressure again.
 func (l *law) ruleSample(t *Table, s Sample, now time.Time) Sample {
-	if l.overruled == 0 {
+	if !l.overruled {
 		return s
 	}
 	v, ok := s.Value(Latency)
 	th, _ := t.lowestThreshold(Latency)
-	fresh := l.judged.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
+	_, fresh := l.freshLatency(now)
 	if !ok || v <= th || fresh && l.judged.pressure {
-		l.overruled = 0
+		l.overruled = false
 		return s
 	}
 	if fresh {

@@ -92,9 +92,8 @@ func (m *Machine) moveAuto(in Input, tick bool, ev evidence) []Entry {
 		if tick && !mv.Moved() {
 			if down, dm, ok := m.law.recoverOnFresh(m.auto, m.cfg, in); ok {
 				down.Recommended = a.Recommended // the table's, from the window
-				if a, mv = m.law.limit(m.cfg.Table, m.auto, down, dm, in.Sample, ev, in.At); mv.Moved() {
-					m.law.overrule(in.Sample)
-				}
+				a, mv = m.law.limit(m.cfg.Table, m.auto, down, dm, in.Sample, ev, in.At)
+				m.law.overruled = m.law.overruled || mv.Moved()
 			}
 		}
 	}

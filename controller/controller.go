@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/degraded/degraded/levels"
@@ -198,8 +199,10 @@ type run struct {
 
 // New returns a controller resumed from o.Store, if it holds a state. It
 // does no sampling and starts no goroutines. With a store, it saves at
-// once to reserve the next block of sequence numbers (see [SequenceBlock]),
-// and fails if it cannot.
+// once to reserve the next block of sequence numbers (see [SequenceBlock]).
+// It fails if it cannot, unless the disk is full (startHeld): then it
+// publishes within what the state file reserved, holds the rest, and
+// saves again at every health check.
 func New(o Options) (*Controller, error) {
 	if o.Table == nil {
 		return nil, errors.New("controller: no level table")
@@ -214,22 +217,74 @@ func New(o Options) (*Controller, error) {
 	cfg := o.machineConfig()
 	c.config.Store(&cfg)
 	var entries []levels.Entry
+	var p *Persisted
 	if c.store != nil {
-		p, fromPrev, err := c.store.Load()
+		var fromPrev bool
+		var err error
+		p, fromPrev, err = c.store.Load()
 		if err != nil {
 			return nil, fmt.Errorf("load state: %w", err)
 		}
 		if p != nil {
 			entries = c.restore(now, p, fromPrev)
 		}
+		// Nothing is published past what the file reserved before the
+		// reservation below is saved; New says why it holds, not publish.
+		r.ceiling, r.holdLog = 0, now
+		if p != nil {
+			r.ceiling = max(p.SequenceCeiling, p.Sequence)
+		}
 	}
 	c.publish(now, levels.Output{Entries: entries})
 	if c.store != nil {
 		if err := c.write(false); err != nil {
-			return nil, fmt.Errorf("reserve sequence numbers: %w: %w", ErrNotSaved, err)
+			if !diskFull(err) {
+				return nil, fmt.Errorf("reserve sequence numbers: %w: %w", ErrNotSaved, err)
+			}
+			c.startHeld(p, err)
+		} else {
+			r.holdLog = time.Time{}
 		}
 	}
 	return c, nil
+}
+
+// diskFull reports whether err is a disk with no room (ENOSPC, EDQUOT):
+// what an incident's logs do to a shared disk, which clears without the
+// daemon's help. Any other failure to save at start (a directory the
+// daemon may not write, a read-only mount) is a fault of its setup, and
+// New fails on it.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// startHeld starts on a disk with no room to reserve sequence numbers,
+// rather than exit: a daemon that exits on a full disk in an incident is
+// restarted into the same failure until the supervisor gives up (the
+// shipped systemd unit stops after five failed starts in two minutes), and
+// its clients, stale, admit everything (FailOpen). The daemon serves what
+// its state file allows, saves again at every health check, and publishes
+// what it held at the first save that succeeds. After a clean shutdown (or
+// with no state file) the file's reserved block is unused: changes are
+// published up to its ceiling, as after a failed reservation at run time.
+// After an unclean one, readers may have seen any sequence up to that
+// ceiling, so nothing can be published under a new sequence: the restored
+// state is served under the sequence the file saved, p.Sequence (the
+// state under it, as the file keeps it), and every change, the restart
+// entry first, is held. (A reader that saw a later sequence sees this one
+// go back; the Go client follows it with a warning. The alternative, no
+// state at all, leaves every client to its fail mode.)
+func (c *Controller) startHeld(p *Persisted, err error) {
+	r := &c.run
+	if c.state.Load() == nil && p != nil {
+		st := c.build()
+		st.Sequence = p.Sequence
+		c.state.Store(st)
+	}
+	st := c.state.Load()
+	c.logSaveError(err) // the health checks' retries say it again a minute on, not at once
+	c.log.Error("cannot reserve sequence numbers at start: the disk is full; serving the restored state and holding every change until a save succeeds (retried on every health check)",
+		"err", err, "sequence", st.Sequence, "level", st.Level, "ceiling", r.ceiling, "changes_held", r.heldSteps)
 }
 
 // State returns the latest published state document. It never blocks.

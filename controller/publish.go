@@ -13,14 +13,16 @@ const holdLogEvery = time.Minute
 // changed completes an input of the machine: the line recorded, the new
 // state published (each history entry is one sequence step, a change of
 // the partial admission alone one more), and a durable change saved. A
-// save that fails is logged and retried on the next health check.
+// save that fails is logged and retried on the next health check, not at
+// every evaluation meanwhile (on a full disk, the reports' four a second
+// tried it six times a second, each a temp file created and removed).
 func (c *Controller) changed(now time.Time, out levels.Output, l levels.Line) {
 	c.record(l)
 	c.publish(now, out)
 	if len(out.Entries) > 0 {
 		c.run.dirty = true
 	}
-	if c.run.dirty || c.reserveDue() || c.capacityDue() {
+	if !c.run.unsaved && (c.run.dirty || c.reserveDue() || c.capacityDue()) {
 		_ = c.save(false) // save logs
 	}
 }
@@ -76,6 +78,13 @@ func (c *Controller) publish(now time.Time, out levels.Output) {
 				r.holdLog = now
 				c.log.Error("state not published: the state file cannot be saved, and publishing would pass the reserved sequence ceiling",
 					"sequence", r.seq, "ceiling", r.ceiling, "changes_held", r.heldSteps)
+			}
+			if st := c.state.Load(); st != nil && !st.ready && r.m.Ready() {
+				// Held since the start (startHeld): the first health check
+				// has run, and /readyz says so; the document is unchanged.
+				held := *st
+				held.ready = true
+				c.state.Store(&held)
 			}
 			return
 		}

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/degraded/degraded/levels"
 )
 
 func saved(t *testing.T, s *FileStore, seq uint64) {
@@ -131,18 +135,161 @@ func (f *fakeStore) Save(p *Persisted) error {
 	return nil
 }
 
-// TestStartOnAFullDiskSaysOnce: the first save, which reserves the
-// sequence block, fails: New fails with the cause, and nothing logs a
-// retry that will never come (the daemon exits).
-func TestStartOnAFullDiskSaysOnce(t *testing.T) {
-	var logs bytes.Buffer
-	store := &fakeStore{fail: syscall.ENOSPC}
-	_, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{}, Errors: &fakeErrors{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err == nil || !strings.Contains(err.Error(), "reserve sequence numbers") || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("New on a full disk: %v, want the reservation's failure, ENOSPC", err)
+// fullDisk is a FileStore on a disk with no room: it loads what the file
+// holds, and its saves fail with ENOSPC until room.
+type fullDisk struct {
+	*FileStore
+	mu       sync.Mutex
+	room     bool
+	attempts int // saves tried
+}
+
+func (f *fullDisk) Save(p *Persisted) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.attempts++
+	if !f.room {
+		return fmt.Errorf("write state: %w", &os.PathError{Op: "write", Path: filepath.Join(f.Dir, ".state-1.json"), Err: syscall.ENOSPC})
 	}
-	if logs.Len() > 0 {
-		t.Errorf("New on a full disk logged %q; the error is the daemon's to say, once", logs.String())
+	return f.FileStore.Save(p)
+}
+
+func (f *fullDisk) free() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.room = true
+}
+
+// TestStartOnAFullDiskServesTheSavedState: killed mid-incident with the
+// disk full, the daemon restarts into a reservation it cannot save. It
+// serves the state the file saved, under the sequence the file saved (it
+// may publish nothing new: readers may have seen every sequence up to the
+// file's ceiling), holds the restart entry and every change, says so once,
+// is ready after its first health check, refuses overrides (503), and
+// publishes above the ceiling at the first save that succeeds. (It exited
+// instead, into a restart loop the supervisor gives up on, its clients
+// left to fail open.)
+func TestStartOnAFullDiskServesTheSavedState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &FileStore{Dir: t.TempDir()}
+		first := newRig(t, Options{Store: store})
+		if _, err := first.c.SetOverride(OverrideRequest{Level: "Major", Mode: ModePin, TTL: time.Hour, Reason: "INC-7"}); err != nil {
+			t.Fatal(err)
+		}
+		// first is never stopped cleanly: its last save, sequence 1 with
+		// ceiling 1001, is what a SIGKILL leaves.
+
+		var logs bytes.Buffer
+		disk := &fullDisk{FileStore: store}
+		c, err := New(Options{Table: defaultTable(t), Store: disk, CPU: &fakeSampler{}, Errors: &fakeErrors{},
+			HealthCheckInterval: never, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatalf("New on a full disk: %v, want a daemon that starts", err)
+		}
+		st := c.State()
+		if st.Sequence != 1 || st.Level != "Major" || st.Override == nil || st.Override.Reason != "INC-7" {
+			t.Fatalf("served at start: sequence %d, level %s, override %+v; want the saved state, 1, Major pinned for INC-7", st.Sequence, st.Level, st.Override)
+		}
+		if h := c.History(1); len(h) != 1 || h[0].Sequence != 1 {
+			t.Fatalf("history at start %+v; want the saved entry 1, the restart entry held", h)
+		}
+		if c.Ready() {
+			t.Fatal("ready before the first health check")
+		}
+		if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), "cannot reserve sequence numbers at start") || !strings.Contains(logs.String(), "no space left on device") {
+			t.Fatalf("logs at start: %q; want one ERROR naming the reservation and ENOSPC", logs.String())
+		}
+		stop := runController(t, c)
+		if !c.Ready() {
+			t.Fatal("not ready after the first health check while held: /readyz would take the daemon out of service")
+		}
+		if st := c.State(); st.Sequence != 1 {
+			t.Fatalf("held, the first health check published sequence %d, past the file's ceiling", st.Sequence)
+		}
+		if _, err := c.SetOverride(OverrideRequest{Level: "Minor", Mode: ModePin, TTL: time.Hour, Reason: "x"}); !errors.Is(err, ErrNotSaved) {
+			t.Fatalf("override on a full disk: %v, want ErrNotSaved (503)", err)
+		}
+		// Reports evaluate four times a second; the failed save is retried
+		// at the health checks alone.
+		disk.mu.Lock()
+		tried := disk.attempts
+		disk.mu.Unlock()
+		for range 20 {
+			time.Sleep(300 * time.Millisecond)
+			c.Reported(levels.Report{At: time.Now(), Success: 10})
+			synctest.Wait()
+		}
+		c.Check(context.Background())
+		disk.mu.Lock()
+		tried = disk.attempts - tried
+		disk.mu.Unlock()
+		if tried != 1 {
+			t.Errorf("20 report evaluations and a health check on a full disk tried %d saves, want 1 (the health check's)", tried)
+		}
+		if n := strings.Count(logs.String(), "level=ERROR"); n != 2 {
+			t.Fatalf("logs after a health check and a refused override: %q; want the start's ERROR and the override's, not the retry's", logs.String())
+		}
+
+		disk.free() // the operator makes room
+		c.Check(context.Background())
+		st = c.State()
+		h := c.History(1)[0]
+		if st.Sequence != 1002 || h.Sequence != 1002 || h.Source != SourceRestart || st.Level != "Major" {
+			t.Fatalf("after a save succeeds: sequence %d, level %s, last entry %+v; want 1002, Major, the restart entry", st.Sequence, st.Level, h)
+		}
+		if err := stop(); !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		if p, _, err := store.Load(); err != nil || p.Sequence != 1002 || !p.CleanShutdown || p.Override == nil {
+			t.Fatalf("the state file after a clean stop: %+v, %v; want 1002, clean, the override", p, err)
+		}
+	})
+}
+
+// TestStartOnAFullDiskAfterACleanStop: a clean stop leaves its reserved
+// block unused, so a start on a full disk publishes changes up to the
+// file's ceiling, as a run does when its reservation fails.
+func TestStartOnAFullDiskAfterACleanStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &FileStore{Dir: t.TempDir()}
+		first := newRig(t, Options{Store: store})
+		first.cpu.set(85)
+		first.c.Check(context.Background())
+		stopFirst(t, first)
+		saved, _, err := store.Load()
+		if err != nil || !saved.CleanShutdown {
+			t.Fatalf("the first controller's file: %+v, %v; want a clean shutdown", saved, err)
+		}
+		cpu := &fakeSampler{v: 85}
+		disk := &fullDisk{FileStore: store}
+		c, err := New(Options{Table: defaultTable(t), Store: disk, CPU: cpu, Errors: &fakeErrors{}, HealthCheckInterval: never,
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := c.State(); st.Sequence != saved.Sequence || st.Level != saved.Level {
+			t.Fatalf("served at start: %d %s, want the clean stop's %d %s", st.Sequence, st.Level, saved.Sequence, saved.Level)
+		}
+		runController(t, c)
+		cpu.set(10)
+		for range 30 {
+			time.Sleep(time.Minute)
+			c.Check(context.Background())
+		}
+		if st := c.State(); st.Level != "Normal" || st.Sequence <= saved.Sequence || st.Sequence > saved.SequenceCeiling {
+			t.Fatalf("after the CPU fell on a full disk: %s at sequence %d; want Normal, published within (%d, %d]", st.Level, st.Sequence, saved.Sequence, saved.SequenceCeiling)
+		}
+		disk.free() // for the final save of the clean stop at the test's end
+	})
+}
+
+// TestStartOnAReadOnlyDataDirFails: a failure to save at start that is
+// not a full disk is the setup's fault, and the daemon exits on it.
+func TestStartOnAReadOnlyDataDirFails(t *testing.T) {
+	store := &fakeStore{fail: syscall.EROFS}
+	_, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{}, Errors: &fakeErrors{}})
+	if err == nil || !strings.Contains(err.Error(), "reserve sequence numbers") || !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("New on a read-only data dir: %v, want the reservation's failure, EROFS", err)
 	}
 }
 

@@ -17,10 +17,12 @@ import (
 // TestSequenceNeverOutrunsTheDisk: with the disk full, overrides are
 // refused (503, nothing applied) and automatic changes are published only
 // up to the sequence ceiling the last successful save reserved; the state
-// is then held. After SIGKILL and a restart on a freed disk, no sequence a
-// reader saw names a different state: the daemon resumes above all of them.
-// (As it stood, 1,100 override flips answered 500 but were published, and
-// the restart republished 1001 as another state.)
+// is then held. After SIGKILL, a restart on the still full disk serves
+// the state its file saved and holds the rest (it exited 1, into the
+// supervisor's restart loop); once the disk is freed, no sequence a reader
+// saw names a different state: the daemon resumes above all of them. (As
+// it stood, 1,100 override flips answered 500 but were published, and the
+// restart republished 1001 as another state.)
 func TestSequenceNeverOutrunsTheDisk(t *testing.T) {
 	t.Parallel()
 	disk := smallDisk(t, "1m")
@@ -124,11 +126,38 @@ levels:
 		t.Fatal(err)
 	}
 	<-d.done
-	os.Remove(filepath.Join(disk, "filler"))
+
+	// Restarted with the disk still full, it serves the state its file
+	// saved, under that file's sequence, and publishes nothing past the
+	// ceiling (it exited 1 instead, into the supervisor's restart loop).
 	again := start(t, "serve", "--config", cfg)
-	doc := again.level(t, "")
+	saved := again.level(t, "")
+	if saved.Sequence > 1001 {
+		t.Errorf("restarted on a full disk: sequence %d, past the ceiling its file reserved", saved.Sequence)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, body := again.request(t, "GET", "/readyz", "", "")
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted on a full disk: /readyz %d %s, want 200 once the first health check ran", resp.StatusCode, body)
+		}
+	}
+	if !strings.Contains(again.logs.String(), "cannot reserve sequence numbers at start") {
+		t.Errorf("the held start was not logged:\n%s", again.logs)
+	}
+	os.Remove(filepath.Join(disk, "filler"))
+	// The next health check saves, and publishes above every sequence a
+	// reader saw, with the restart entry.
+	var doc levelDoc
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if doc = again.level(t, ""); doc.Sequence > highest || time.Now().After(deadline) {
+			break
+		}
+	}
 	if doc.Sequence <= highest {
-		t.Errorf("after SIGKILL and a restart: sequence %d, but a reader saw %d: a seen sequence could name another state", doc.Sequence, highest)
+		t.Errorf("after SIGKILL and a restart, the disk freed: sequence %d, but a reader saw %d: a seen sequence could name another state", doc.Sequence, highest)
 	}
 	if !strings.Contains(again.history(t), `"source":"restart"`) {
 		t.Errorf("no restart entry in the history after the unclean shutdown: %s", again.history(t))

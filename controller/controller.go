@@ -228,12 +228,10 @@ func New(o Options) (*Controller, error) {
 		if p != nil {
 			entries = c.restore(now, p, fromPrev)
 		}
-		// Nothing is published past what the file reserved before the
-		// reservation below is saved; New says why it holds, not publish.
-		r.ceiling, r.holdLog = 0, now
-		if p != nil {
-			r.ceiling = max(p.SequenceCeiling, p.Sequence)
-		}
+		// Nothing new is published before the reservation below is
+		// saved (restore put r.seq past what readers may have seen); New
+		// says why it holds, not publish.
+		r.ceiling, r.holdLog = r.seq, now
 	}
 	c.publish(now, levels.Output{Entries: entries})
 	if c.store != nil {
@@ -262,18 +260,16 @@ func diskFull(err error) bool {
 // rather than exit: a daemon that exits on a full disk in an incident is
 // restarted into the same failure until the supervisor gives up (the
 // shipped systemd unit stops after five failed starts in two minutes), and
-// its clients, stale, admit everything (FailOpen). The daemon serves what
-// its state file allows, saves again at every health check, and publishes
-// what it held at the first save that succeeds. After a clean shutdown (or
-// with no state file) the file's reserved block is unused: changes are
-// published up to its ceiling, as after a failed reservation at run time.
-// After an unclean one, readers may have seen any sequence up to that
-// ceiling, so nothing can be published under a new sequence: the restored
-// state is served under the sequence the file saved, p.Sequence (the
-// state under it, as the file keeps it), and every change, the restart
-// entry first, is held. (A reader that saw a later sequence sees this one
-// go back; the Go client follows it with a warning. The alternative, no
-// state at all, leaves every client to its fail mode.)
+// its clients, stale, admit everything (FailOpen). The daemon serves the
+// state its file saved, under the sequence saved with it, holds every
+// change, saves again at every health check, and publishes what it held
+// at the first save that succeeds. Nothing new can be published before
+// then: after an unclean stop, readers may have seen any sequence up to
+// the file's ceiling; after a clean one, the file still says clean, and a
+// crash now would restart from its sequence again. (A reader that saw a
+// later sequence sees this one go back; the Go client follows it with a
+// warning. The alternative, no state at all, leaves every client to its
+// fail mode.)
 func (c *Controller) startHeld(p *Persisted, err error) {
 	r := &c.run
 	if c.state.Load() == nil && p != nil {

@@ -246,9 +246,10 @@ func TestStartOnAFullDiskServesTheSavedState(t *testing.T) {
 	})
 }
 
-// TestStartOnAFullDiskAfterACleanStop: a clean stop leaves its reserved
-// block unused, so a start on a full disk publishes changes up to the
-// file's ceiling, as a run does when its reservation fails.
+// TestStartOnAFullDiskAfterACleanStop: after a clean stop the file still
+// says clean while the start cannot save, so a crash would restart from
+// its sequence again: the start on a full disk publishes nothing new
+// either, and resumes after the file's sequence once a save succeeds.
 func TestStartOnAFullDiskAfterACleanStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &FileStore{Dir: t.TempDir()}
@@ -257,8 +258,8 @@ func TestStartOnAFullDiskAfterACleanStop(t *testing.T) {
 		first.c.Check(context.Background())
 		stopFirst(t, first)
 		saved, _, err := store.Load()
-		if err != nil || !saved.CleanShutdown {
-			t.Fatalf("the first controller's file: %+v, %v; want a clean shutdown", saved, err)
+		if err != nil || !saved.CleanShutdown || saved.Level == "Normal" {
+			t.Fatalf("the first controller's file: %+v, %v; want a clean shutdown above Normal", saved, err)
 		}
 		cpu := &fakeSampler{v: 85}
 		disk := &fullDisk{FileStore: store}
@@ -276,10 +277,14 @@ func TestStartOnAFullDiskAfterACleanStop(t *testing.T) {
 			time.Sleep(time.Minute)
 			c.Check(context.Background())
 		}
-		if st := c.State(); st.Level != "Normal" || st.Sequence <= saved.Sequence || st.Sequence > saved.SequenceCeiling {
-			t.Fatalf("after the CPU fell on a full disk: %s at sequence %d; want Normal, published within (%d, %d]", st.Level, st.Sequence, saved.Sequence, saved.SequenceCeiling)
+		if st := c.State(); st.Sequence != saved.Sequence || st.Level != saved.Level {
+			t.Fatalf("the CPU fell on a full disk: %s at sequence %d published; want %s at %d held", st.Level, st.Sequence, saved.Level, saved.Sequence)
 		}
-		disk.free() // for the final save of the clean stop at the test's end
+		disk.free()
+		c.Check(context.Background())
+		if st := c.State(); st.Level != "Normal" || st.Sequence <= saved.Sequence {
+			t.Fatalf("after a save succeeds: %s at sequence %d; want Normal past %d", st.Level, st.Sequence, saved.Sequence)
+		}
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -185,5 +186,82 @@ func fill(t *testing.T, dir string) {
 		if _, err := f.Write(chunk[:1]); err != nil {
 			return
 		}
+	}
+}
+
+// TestRestartWithNoInodeLeft: killed with an override in force, the
+// daemon restarts on a disk with no inode left (a disk full of small
+// files: the probe of data_dir and the state's temp file both fail with
+// ENOSPC). It starts held: the saved override and level under the saved
+// sequence, ready, and once files are removed it publishes above the
+// ceiling with the restart entry. (It exited 1, "data_dir ... is not
+// writable", at every restart.)
+func TestRestartWithNoInodeLeft(t *testing.T) {
+	t.Parallel()
+	disk := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,nr_inodes=64", "tmpfs", disk).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", disk).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", disk, err, out)
+		}
+	})
+	cfg := writeConfig(t, t.TempDir(), `
+listen: 127.0.0.1:0
+data_dir: `+filepath.Join(disk, "data")+`
+health_check_interval: 50ms
+record: {enabled: false}
+signals: {cpu: {source: off}, memory: {source: off}}
+`)
+	d := start(t, "serve", "--config", cfg)
+	if resp, body := d.request(t, "PUT", "/v1/override", "", `{"level":"Major","ttl":"1h","reason":"INC-9"}`); resp.StatusCode != 200 {
+		t.Fatalf("override: %d %s", resp.StatusCode, body)
+	}
+	saved := d.level(t, "")
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	var files []string
+	for i := 0; ; i++ {
+		f, err := os.Create(filepath.Join(disk, fmt.Sprintf("f%d", i)))
+		if err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+		f.Close()
+		files = append(files, f.Name())
+	}
+
+	again := start(t, "serve", "--config", cfg)
+	doc := again.level(t, "")
+	if doc.Sequence != saved.Sequence || doc.Level != "Major" || doc.Override == nil {
+		t.Fatalf("restarted with no inode left: %+v; want the saved state, %+v", doc, saved)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, body := again.request(t, "GET", "/readyz", "", "")
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted with no inode left: /readyz %d %s, want 200 once the first health check ran", resp.StatusCode, body)
+		}
+	}
+	for _, f := range files {
+		os.Remove(f)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if doc = again.level(t, ""); doc.Sequence > saved.Sequence+controller.SequenceBlock || time.Now().After(deadline) {
+			break
+		}
+	}
+	if doc.Sequence <= saved.Sequence+controller.SequenceBlock || doc.Level != "Major" {
+		t.Errorf("after inodes were freed: %+v; want Major above the ceiling %d", doc, saved.Sequence+controller.SequenceBlock)
+	}
+	if !strings.Contains(again.history(t), `"source":"restart"`) {
+		t.Errorf("no restart entry after the unclean shutdown: %s", again.history(t))
 	}
 }

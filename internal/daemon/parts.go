@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"syscall"
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/config"
@@ -142,17 +144,22 @@ func (d *Daemon) wrapListener(cfg *config.Config, ln net.Listener, maxConns int)
 // openStore removes the temp files a crash left behind, checks that the
 // data dir can be written, so a read-only disk fails at start rather than
 // at the first override, and applies --reset-state. The caller holds the
-// data dir's lock.
+// data dir's lock. A full disk (no room, or no inode left for the probe)
+// is not refused here: the controller's first save meets it, and starts
+// held (controller.New).
 func openStore(s *controller.FileStore, reset bool, log *slog.Logger) error {
 	if err := s.RemoveTemp(); err != nil {
 		return fmt.Errorf("data_dir %s: %w", s.Dir, err)
 	}
 	f, err := os.CreateTemp(s.Dir, ".probe-*")
-	if err != nil {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case err != nil:
 		return fmt.Errorf("data_dir %s is not writable: %w", s.Dir, err)
+	default:
+		f.Close()
+		os.Remove(f.Name())
 	}
-	f.Close()
-	os.Remove(f.Name())
 	if reset {
 		if err := s.Reset(); err != nil {
 			return err

@@ -136,15 +136,7 @@ levels:
 	if saved.Sequence > 1001 {
 		t.Errorf("restarted on a full disk: sequence %d, past the ceiling its file reserved", saved.Sequence)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		resp, body := again.request(t, "GET", "/readyz", "", "")
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restarted on a full disk: /readyz %d %s, want 200 once the first health check ran", resp.StatusCode, body)
-		}
-	}
+	waitReady(t, again, "restarted on a full disk")
 	if !strings.Contains(again.logs.String(), "cannot reserve sequence numbers at start") {
 		t.Errorf("the held start was not logged:\n%s", again.logs)
 	}
@@ -241,15 +233,7 @@ signals: {cpu: {source: off}, memory: {source: off}}
 	if doc.Sequence != saved.Sequence || doc.Level != "Major" || doc.Override == nil {
 		t.Fatalf("restarted with no inode left: %+v; want the saved state, %+v", doc, saved)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		resp, body := again.request(t, "GET", "/readyz", "", "")
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restarted with no inode left: /readyz %d %s, want 200 once the first health check ran", resp.StatusCode, body)
-		}
-	}
+	waitReady(t, again, "restarted with no inode left")
 	for _, f := range files {
 		os.Remove(f)
 	}
@@ -263,5 +247,20 @@ signals: {cpu: {source: off}, memory: {source: off}}
 	}
 	if !strings.Contains(again.history(t), `"source":"restart"`) {
 		t.Errorf("no restart entry after the unclean shutdown: %s", again.history(t))
+	}
+}
+
+// waitReady waits up to 5 s for d's /readyz to answer 200 (its first
+// health check has run), failing the test as what otherwise.
+func waitReady(t *testing.T, d *process, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, body := d.request(t, "GET", "/readyz", "", "")
+		if resp.StatusCode == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: /readyz %d %s, want 200 once the first health check ran", what, resp.StatusCode, body)
+		}
 	}
 }

@@ -236,7 +236,7 @@ func New(o Options) (*Controller, error) {
 	c.publish(now, levels.Output{Entries: entries})
 	if c.store != nil {
 		if err := c.write(false); err != nil {
-			if !diskFull(err) {
+			if !diskFailed(err, p != nil) {
 				return nil, fmt.Errorf("reserve sequence numbers: %w: %w", ErrNotSaved, err)
 			}
 			c.startHeld(p, err)
@@ -247,20 +247,30 @@ func New(o Options) (*Controller, error) {
 	return c, nil
 }
 
-// diskFull reports whether err is a disk with no room (ENOSPC, EDQUOT):
-// what an incident's logs do to a shared disk, which clears without the
-// daemon's help. Any other failure to save at start (a directory the
-// daemon may not write, a read-only mount) is a fault of its setup, and
-// New fails on it.
-func diskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+// diskFailed reports whether err, a failure to save at start, is the
+// disk's in an incident rather than the daemon's setup: no room (ENOSPC,
+// EDQUOT), what an incident's logs do to a shared disk; or, where a state
+// file was read (loaded: the daemon saved there before), a disk the
+// kernel remounted read-only after I/O errors (EROFS) or failing (EIO).
+// Any other failure (a directory the daemon may not write; a read-only or
+// failing one it never saved in) is a fault of its setup, and New fails
+// on it, naming it.
+func diskFailed(err error, loaded bool) bool {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return true
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO):
+		return loaded
+	}
+	return false
 }
 
-// startHeld starts on a disk with no room to reserve sequence numbers,
-// rather than exit: a daemon that exits on a full disk in an incident is
-// restarted into the same failure until the supervisor gives up (the
-// shipped systemd unit stops after five failed starts in two minutes), and
-// its clients, stale, admit everything (FailOpen). The daemon serves the
+// startHeld starts on a disk that cannot save the reservation of
+// sequence numbers (diskFailed), rather than exit: a daemon that exits on
+// a full disk in an incident is restarted into the same failure until the
+// supervisor gives up (the shipped systemd unit stops after five failed
+// starts in two minutes), and its clients, stale, admit everything
+// (FailOpen). The daemon serves the
 // state its file saved, under the sequence saved with it, holds every
 // change, saves again at every health check, and publishes what it held
 // at the first save that succeeds. Nothing new can be published before
@@ -279,7 +289,7 @@ func (c *Controller) startHeld(p *Persisted, err error) {
 	}
 	st := c.state.Load()
 	c.logSaveError(err) // the health checks' retries say it again a minute on, not at once
-	c.log.Error("cannot reserve sequence numbers at start: the disk is full; serving the restored state and holding every change until a save succeeds (retried on every health check)",
+	c.log.Error("cannot reserve sequence numbers at start: the state file cannot be saved; serving the restored state and holding every change until a save succeeds (retried on every health check)",
 		"err", err, "sequence", st.Sequence, "level", st.Level, "ceiling", r.ceiling, "changes_held", r.heldSteps)
 }
 

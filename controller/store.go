@@ -240,6 +240,13 @@ func (s *FileStore) Lock() (release func(), err error) {
 	}
 	path := filepath.Join(s.Dir, "lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if errors.Is(err, syscall.EROFS) {
+		// A disk the kernel remounted read-only after I/O errors: the lock
+		// file an earlier start made is still there, and flock holds on a
+		// descriptor opened for reading. (The first save then fails, and
+		// the start is held: controller.New.)
+		f, err = os.Open(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("data_dir %s: %w", s.Dir, err)
 	}

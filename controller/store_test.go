@@ -289,14 +289,53 @@ func TestStartOnAFullDiskAfterACleanStop(t *testing.T) {
 }
 
 // TestStartOnAReadOnlyDataDirFails: a failure to save at start that is
-// not a full disk is the setup's fault, and the daemon exits on it.
+// not a full disk, in a data dir the daemon never saved in (a wrong
+// owner, a read-only mount), is the setup's fault, and the daemon exits
+// on it.
 func TestStartOnAReadOnlyDataDirFails(t *testing.T) {
-	store := &fakeStore{fail: syscall.EROFS}
-	_, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{}, Errors: &fakeErrors{}})
-	if err == nil || !strings.Contains(err.Error(), "reserve sequence numbers") || !errors.Is(err, syscall.EROFS) {
-		t.Fatalf("New on a read-only data dir: %v, want the reservation's failure, EROFS", err)
+	for _, cause := range []error{syscall.EROFS, syscall.EACCES} {
+		store := &fakeStore{fail: cause}
+		_, err := New(Options{Table: defaultTable(t), Store: store, CPU: &fakeSampler{}, Errors: &fakeErrors{}})
+		if err == nil || !strings.Contains(err.Error(), "reserve sequence numbers") || !errors.Is(err, cause) {
+			t.Fatalf("New on a data dir failing with %v: %v, want the reservation's failure naming it", cause, err)
+		}
 	}
 }
+
+// TestStartOnADiskRemountedReadOnly: a data dir the daemon saved in
+// before, now read-only (the kernel remounts a disk read-only after I/O
+// errors) or failing with EIO, is an incident's disk: the start is held,
+// as on a full disk. A wrong owner is still the setup's fault.
+func TestStartOnADiskRemountedReadOnly(t *testing.T) {
+	for _, tc := range []struct {
+		cause error
+		held  bool
+	}{{syscall.EROFS, true}, {syscall.EIO, true}, {syscall.EACCES, false}} {
+		store := &FileStore{Dir: t.TempDir()}
+		if err := store.Save(&Persisted{Version: persistedVersion, Level: "Major", Index: 3, Auto: "Major", AutoIndex: 3,
+			Sequence: 7, SequenceCeiling: 1007, Since: time.Now(), AutoSince: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Options{Table: defaultTable(t), Store: &failingSaves{store, tc.cause}, CPU: &fakeSampler{}, Errors: &fakeErrors{},
+			Logger: slog.New(slog.DiscardHandler)})
+		switch {
+		case tc.held && err != nil:
+			t.Errorf("%v in a data dir saved in before: %v, want a held start", tc.cause, err)
+		case tc.held && (c.State().Sequence != 7 || c.State().Level != "Major"):
+			t.Errorf("%v: served %d %s, want the saved 7 Major", tc.cause, c.State().Sequence, c.State().Level)
+		case !tc.held && !errors.Is(err, tc.cause):
+			t.Errorf("%v: %v, want New to fail naming it", tc.cause, err)
+		}
+	}
+}
+
+// failingSaves loads from a FileStore and fails every save with err.
+type failingSaves struct {
+	*FileStore
+	err error
+}
+
+func (f *failingSaves) Save(*Persisted) error { return fmt.Errorf("write state: %w", f.err) }
 
 func TestEveryChangeIsSavedInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -181,31 +181,34 @@ func fill(t *testing.T, dir string) {
 	}
 }
 
-// TestRestartWithNoInodeLeft: killed with an override in force, the
-// daemon restarts on a disk with no inode left (a disk full of small
-// files: the probe of data_dir and the state's temp file both fail with
-// ENOSPC). It starts held: the saved override and level under the saved
-// sequence, ready, and once files are removed it publishes above the
-// ceiling with the restart entry. (It exited 1, "data_dir ... is not
-// writable", at every restart.)
-func TestRestartWithNoInodeLeft(t *testing.T) {
-	t.Parallel()
-	disk := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,nr_inodes=64", "tmpfs", disk).CombinedOutput(); err != nil {
+// tmpfs mounts a tmpfs with options at a new directory, skipping the test
+// without root, and unmounts it at the end.
+func tmpfs(t *testing.T, options string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", options, "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs (needs root): %v %s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("umount", disk).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", disk, err, out)
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
 		}
 	})
-	cfg := writeConfig(t, t.TempDir(), `
-listen: 127.0.0.1:0
-data_dir: `+filepath.Join(disk, "data")+`
-health_check_interval: 50ms
-record: {enabled: false}
-signals: {cpu: {source: off}, memory: {source: off}}
-`)
+	return dir
+}
+
+// remount remounts the tmpfs at dir with options (ro, rw).
+func remount(t *testing.T, dir, options string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-o", "remount,"+options, dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount %s %s: %v %s", dir, options, err, out)
+	}
+}
+
+// killedWithAnOverride starts the daemon on cfg, pins Major, SIGKILLs it,
+// and returns the state it published last.
+func killedWithAnOverride(t *testing.T, cfg string) levelDoc {
+	t.Helper()
 	d := start(t, "serve", "--config", cfg)
 	if resp, body := d.request(t, "PUT", "/v1/override", "", `{"level":"Major","ttl":"1h","reason":"INC-9"}`); resp.StatusCode != 200 {
 		t.Fatalf("override: %d %s", resp.StatusCode, body)
@@ -215,6 +218,86 @@ signals: {cpu: {source: off}, memory: {source: off}}
 		t.Fatal(err)
 	}
 	<-d.done
+	return saved
+}
+
+// heldThenFreed checks a daemon restarted on a disk that cannot save: it
+// serves the saved state, ready; once free() gives the disk back, it
+// publishes above the saved ceiling with the restart entry.
+func heldThenFreed(t *testing.T, again *process, saved levelDoc, what string, free func()) {
+	t.Helper()
+	doc := again.level(t, "")
+	if doc.Sequence != saved.Sequence || doc.Level != "Major" || doc.Override == nil {
+		t.Fatalf("%s: %+v; want the saved state, %+v", what, doc, saved)
+	}
+	waitReady(t, again, what)
+	free()
+	ceiling := saved.Sequence + controller.SequenceBlock
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if doc = again.level(t, ""); doc.Sequence > ceiling || time.Now().After(deadline) {
+			break
+		}
+	}
+	if doc.Sequence <= ceiling || doc.Level != "Major" {
+		t.Errorf("%s, then the disk given back: %+v; want Major above the ceiling %d", what, doc, ceiling)
+	}
+	if !strings.Contains(again.history(t), `"source":"restart"`) {
+		t.Errorf("%s: no restart entry after the unclean shutdown: %s", what, again.history(t))
+	}
+}
+
+// TestRestartOnADiskRemountedReadOnly: the kernel remounts a disk
+// read-only after I/O errors. Killed with an override in force, the
+// daemon restarts on it held, as on a full disk: the lock taken on a
+// descriptor opened for reading, the probe of data_dir let through since
+// a state file is there. (It exited 1: "open .../lock: read-only file
+// system".) A fresh data dir on a read-only disk is still refused: that
+// is the setup's fault.
+func TestRestartOnADiskRemountedReadOnly(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs(t, "size=4m")
+	config := func(dir string) string {
+		return writeConfig(t, t.TempDir(), `
+listen: 127.0.0.1:0
+data_dir: `+dir+`
+health_check_interval: 50ms
+record: {enabled: true}
+signals: {cpu: {source: off}, memory: {source: off}}
+`)
+	}
+	cfg := config(filepath.Join(disk, "data"))
+	saved := killedWithAnOverride(t, cfg)
+	remount(t, disk, "ro")
+	heldThenFreed(t, start(t, "serve", "--config", cfg), saved, "restarted on a read-only disk", func() { remount(t, disk, "rw") })
+
+	empty := tmpfs(t, "size=1m")
+	remount(t, empty, "ro")
+	cmd := exec.Command(binary, "serve", "--config", config(filepath.Join(empty, "data")))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "read-only file system") {
+		t.Errorf("a fresh data_dir on a read-only disk: %v %s; want exit 1 naming it", err, out)
+	}
+}
+
+// TestRestartWithNoInodeLeft: killed with an override in force, the
+// daemon restarts on a disk with no inode left (a disk full of small
+// files: the probe of data_dir and the state's temp file both fail with
+// ENOSPC). It starts held: the saved override and level under the saved
+// sequence, ready, and once files are removed it publishes above the
+// ceiling with the restart entry. (It exited 1, "data_dir ... is not
+// writable", at every restart.)
+func TestRestartWithNoInodeLeft(t *testing.T) {
+	t.Parallel()
+	disk := tmpfs(t, "size=8m,nr_inodes=64")
+	cfg := writeConfig(t, t.TempDir(), `
+listen: 127.0.0.1:0
+data_dir: `+filepath.Join(disk, "data")+`
+health_check_interval: 50ms
+record: {enabled: false}
+signals: {cpu: {source: off}, memory: {source: off}}
+`)
+	saved := killedWithAnOverride(t, cfg)
 	var files []string
 	for i := 0; ; i++ {
 		f, err := os.Create(filepath.Join(disk, fmt.Sprintf("f%d", i)))
@@ -227,27 +310,11 @@ signals: {cpu: {source: off}, memory: {source: off}}
 		f.Close()
 		files = append(files, f.Name())
 	}
-
-	again := start(t, "serve", "--config", cfg)
-	doc := again.level(t, "")
-	if doc.Sequence != saved.Sequence || doc.Level != "Major" || doc.Override == nil {
-		t.Fatalf("restarted with no inode left: %+v; want the saved state, %+v", doc, saved)
-	}
-	waitReady(t, again, "restarted with no inode left")
-	for _, f := range files {
-		os.Remove(f)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if doc = again.level(t, ""); doc.Sequence > saved.Sequence+controller.SequenceBlock || time.Now().After(deadline) {
-			break
+	heldThenFreed(t, start(t, "serve", "--config", cfg), saved, "restarted with no inode left", func() {
+		for _, f := range files {
+			os.Remove(f)
 		}
-	}
-	if doc.Sequence <= saved.Sequence+controller.SequenceBlock || doc.Level != "Major" {
-		t.Errorf("after inodes were freed: %+v; want Major above the ceiling %d", doc, saved.Sequence+controller.SequenceBlock)
-	}
-	if !strings.Contains(again.history(t), `"source":"restart"`) {
-		t.Errorf("no restart entry after the unclean shutdown: %s", again.history(t))
-	}
+	})
 }
 
 // waitReady waits up to 5 s for d's /readyz to answer 200 (its first

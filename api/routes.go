@@ -52,7 +52,7 @@ func (s *server) routes() http.Handler {
 		r.With(s.requireToken(adminToken, routeFleetOverride)).Delete("/v1/fleet/override", handleClearFleetOverride(s.Fleet))
 	}
 	if s.Reload != nil {
-		r.With(s.requireToken(adminToken, routeReload)).Post("/-/reload", handleReload(s.Reload, s.Logger))
+		r.With(s.requireToken(adminToken, routeReload)).Post("/-/reload", handleReload(s.Reload, s.Controller.Held, s.Logger))
 	}
 	return r
 }

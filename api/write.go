@@ -214,13 +214,25 @@ func writeOverrideResult(w http.ResponseWriter, st *controller.State, err error)
 
 // handleReload re-reads the configuration; an invalid one is refused with
 // every problem and the old one stays in force.
-func handleReload(reload func(actor string) error, log *slog.Logger) http.HandlerFunc {
+// handleReload reloads the configuration. A reload whose change of the
+// state is held (held: the state file cannot be saved, so nothing new is
+// published until a save succeeds) says so beside its "reloaded": an
+// operator reading the old level back would otherwise take the reload
+// for one that did nothing.
+func handleReload(reload func(actor string) error, held func() bool, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := reload(actorOf(r)); err != nil {
 			log.Error("reload refused", "err", err)
 			writeError(w, http.StatusBadRequest, "config not reloaded: "+err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
+		body := map[string]string{"status": "reloaded"}
+		if held() {
+			body["held"] = heldNote
+		}
+		writeJSON(w, http.StatusOK, body)
 	}
 }
+
+// heldNote is what a reload answers while the state is held.
+const heldNote = "the state file cannot be saved: the published state, and any change this reload makes to it, are held until a save succeeds"

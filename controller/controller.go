@@ -161,6 +161,7 @@ type Controller struct {
 	samples []levels.Sample
 
 	state    atomic.Pointer[State]
+	held     atomic.Bool // changes are held unpublished (publish)
 	config   atomic.Pointer[levels.Config]
 	levelCh  notifier // fires when Sequence changes
 	sampleCh notifier // fires after every evaluation
@@ -295,6 +296,12 @@ func (c *Controller) startHeld(p *Persisted, err error) {
 
 // State returns the latest published state document. It never blocks.
 func (c *Controller) State() *State { return c.state.Load() }
+
+// Held reports whether changes of the state are held unpublished: the
+// state file cannot be saved, and publishing them would pass the reserved
+// sequence ceiling (or a start could not reserve one). They are published
+// at the first save that succeeds. It never blocks.
+func (c *Controller) Held() bool { return c.held.Load() }
 
 // LevelChanged returns a channel closed at the next change of the state
 // document (the next Sequence). Take the channel, then read State.

@@ -74,6 +74,7 @@ func (c *Controller) publish(now time.Time, out levels.Output) {
 		r.held = append(r.held, ts...)
 		r.heldSteps += steps
 		if r.seq+uint64(r.heldSteps) > r.ceiling {
+			c.held.Store(true)
 			if now.Sub(r.holdLog) >= holdLogEvery {
 				r.holdLog = now
 				c.log.Error("state not published: the state file cannot be saved, and publishing would pass the reserved sequence ceiling",
@@ -93,6 +94,7 @@ func (c *Controller) publish(now time.Time, out levels.Output) {
 	moves := c.flushHeld()
 	st := c.build()
 	c.state.Store(st)
+	c.held.Store(false)
 	if prev == nil || st.Sequence != prev.Sequence {
 		c.levelCh.broadcast()
 		// The woken streams' writer is queued on this goroutine's P, and

@@ -190,8 +190,8 @@ func TestStartOnAFullDiskServesTheSavedState(t *testing.T) {
 		if st.Sequence != 1 || st.Level != "Major" || st.Override == nil || st.Override.Reason != "INC-7" {
 			t.Fatalf("served at start: sequence %d, level %s, override %+v; want the saved state, 1, Major pinned for INC-7", st.Sequence, st.Level, st.Override)
 		}
-		if h := c.History(1); len(h) != 1 || h[0].Sequence != 1 {
-			t.Fatalf("history at start %+v; want the saved entry 1, the restart entry held", h)
+		if h := c.History(1); len(h) != 1 || h[0].Sequence != 1 || !c.Held() {
+			t.Fatalf("history at start %+v, held %v; want the saved entry 1, the restart entry held", h, c.Held())
 		}
 		if c.Ready() {
 			t.Fatal("ready before the first health check")
@@ -234,8 +234,8 @@ func TestStartOnAFullDiskServesTheSavedState(t *testing.T) {
 		c.Check(context.Background())
 		st = c.State()
 		h := c.History(1)[0]
-		if st.Sequence != 1002 || h.Sequence != 1002 || h.Source != SourceRestart || st.Level != "Major" {
-			t.Fatalf("after a save succeeds: sequence %d, level %s, last entry %+v; want 1002, Major, the restart entry", st.Sequence, st.Level, h)
+		if st.Sequence != 1002 || h.Sequence != 1002 || h.Source != SourceRestart || st.Level != "Major" || c.Held() {
+			t.Fatalf("after a save succeeds: sequence %d, level %s, last entry %+v, held %v; want 1002, Major, the restart entry, nothing held", st.Sequence, st.Level, h, c.Held())
 		}
 		if err := stop(); !errors.Is(err, context.Canceled) {
 			t.Fatal(err)

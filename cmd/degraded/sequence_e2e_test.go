@@ -231,6 +231,10 @@ func heldThenFreed(t *testing.T, again *process, saved levelDoc, what string, fr
 		t.Fatalf("%s: %+v; want the saved state, %+v", what, doc, saved)
 	}
 	waitReady(t, again, what)
+	// A reload applies, and says the state is held.
+	if resp, body := again.request(t, "POST", "/-/reload", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"held":"the state file cannot be saved`) {
+		t.Errorf("%s: reload %d %s; want 200 saying the state is held", what, resp.StatusCode, body)
+	}
 	free()
 	ceiling := saved.Sequence + controller.SequenceBlock
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -243,6 +247,9 @@ func heldThenFreed(t *testing.T, again *process, saved levelDoc, what string, fr
 	}
 	if !strings.Contains(again.history(t), `"source":"restart"`) {
 		t.Errorf("%s: no restart entry after the unclean shutdown: %s", what, again.history(t))
+	}
+	if resp, body := again.request(t, "POST", "/-/reload", "", ""); resp.StatusCode != 200 || strings.Contains(body, "held") {
+		t.Errorf("%s, then the disk given back: reload %d %s; want 200, nothing held", what, resp.StatusCode, body)
 	}
 }
 

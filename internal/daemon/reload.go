@@ -47,7 +47,11 @@ func (d *Daemon) Reload(actor string) error {
 			d.log.Warn("config reloaded, but this key takes effect only after a restart", "key", key)
 		}
 	}
-	d.log.Info("config reloaded")
+	if d.ctrl.Held() {
+		d.log.Warn("config reloaded, but the state file cannot be saved: the published state, and any change this reload makes to it, are held until a save succeeds")
+	} else {
+		d.log.Info("config reloaded")
+	}
 	return nil
 }
 

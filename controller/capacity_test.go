@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -125,6 +127,46 @@ func TestSteadyOverloadKeepsItsCapacityEstimateFresh(t *testing.T) {
 		}
 		if saved.Capacity != nil && !saved.Capacity.At.After(start) {
 			t.Errorf("state.json's capacity estimate is the one the start restored (%v), want the law's since", saved.Capacity.At)
+		}
+	})
+}
+
+// TestTooManyReportersAreLogged: the admission law tracks 256 reporters
+// and forgets the least recently heard beyond them, reading the offered
+// load low. That is logged, once a minute while it goes on, not silent.
+func TestTooManyReportersAreLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		c := startNew(t, Options{Table: defaultTable(t), CPU: &fakeSampler{}, Errors: &fakeErrors{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		next := 0
+		report := func(n int) {
+			for range n {
+				next++
+				c.Reported(levels.Report{At: time.Now(), Success: 1, Admission: &levels.Admission{
+					Seconds: 1, Reporter: fmt.Sprintf("%x", next), Admitted: 1, Offered: map[int]int64{10: 1}}})
+			}
+			time.Sleep(300 * time.Millisecond) // the event evaluation takes them
+			synctest.Wait()
+		}
+		warned := func() int {
+			return strings.Count(logs.String(), "more clients report admission counts than the admission law tracks")
+		}
+		report(200)
+		if warned() != 0 {
+			t.Fatalf("200 reporters: %q, want no warning", logs.String())
+		}
+		report(100)
+		if warned() != 1 || !strings.Contains(logs.String(), "reporters_forgotten=44") {
+			t.Fatalf("300 reporters within a second: %q, want one warning, 44 forgotten", logs.String())
+		}
+		report(100)
+		if warned() != 1 {
+			t.Fatalf("more forgotten within the minute: %d warnings, want still 1", warned())
+		}
+		time.Sleep(time.Minute)
+		report(300)
+		if warned() != 2 {
+			t.Fatalf("forgotten again a minute later: %d warnings, want 2", warned())
 		}
 	})
 }

@@ -191,11 +191,15 @@ type run struct {
 	saveErr     string
 	saveLog     time.Time
 	holdLog     time.Time // when holding at the ceiling was last logged
-	errSince    time.Time // when the error window came into use
-	failing     map[levels.Signal]string
-	lastEvent   time.Time
-	timer       *time.Timer // a due event evaluation; nil when none
-	ticker      *time.Ticker
+	// overflowSeen is the admission law's count of reporters forgotten for
+	// its bound when last logged, overflowLog when (noteOverflow).
+	overflowSeen uint64
+	overflowLog  time.Time
+	errSince     time.Time // when the error window came into use
+	failing      map[levels.Signal]string
+	lastEvent    time.Time
+	timer        *time.Timer // a due event evaluation; nil when none
+	ticker       *time.Ticker
 }
 
 // New returns a controller resumed from o.Store, if it holds a state. It

@@ -17,6 +17,7 @@ const holdLogEvery = time.Minute
 // every evaluation meanwhile (on a full disk, the reports' four a second
 // tried it six times a second, each a temp file created and removed).
 func (c *Controller) changed(now time.Time, out levels.Output, l levels.Line) {
+	c.noteOverflow(now)
 	c.record(l)
 	c.publish(now, out)
 	if len(out.Entries) > 0 {
@@ -181,4 +182,21 @@ func (c *Controller) build() *State {
 		}
 	}
 	return st
+}
+
+// overflowLogEvery is how often the admission law's forgetting reporters
+// is logged while it goes on.
+const overflowLogEvery = time.Minute
+
+// noteOverflow logs, at most once per overflowLogEvery, that the admission
+// law forgot reporters because more clients reported than it tracks.
+func (c *Controller) noteOverflow(now time.Time) {
+	r := &c.run
+	n := r.m.ReportersOverflowed()
+	if n == r.overflowSeen || now.Sub(r.overflowLog) < overflowLogEvery {
+		return
+	}
+	c.log.Warn("more clients report admission counts than the admission law tracks (256): it forgets the least recently heard and reads the offered load low, so it may admit more than the capacity; give fewer clients to each daemon",
+		"reporters_forgotten", n-r.overflowSeen)
+	r.overflowSeen, r.overflowLog = n, now
 }

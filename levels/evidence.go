@@ -19,7 +19,8 @@ const (
 )
 
 // maxReporters bounds the reporters the law remembers; beyond it, the
-// least recently heard one is forgotten.
+// least recently heard one is forgotten (law.overflowed counts them), and
+// the offered load reads low while more report.
 const maxReporters = 256
 
 // offeredTau is the time constant of a reporter's offered load: its
@@ -317,6 +318,7 @@ func (l *law) forget(reporters map[string]reporter, copied bool, now time.Time) 
 		}
 	}
 	for len(reporters) > maxReporters {
+		l.overflowed++
 		oldest, at := "", now
 		for id, rep := range reporters {
 			if oldest == "" || rep.at.Before(at) || rep.at.Equal(at) && id < oldest {

@@ -196,6 +196,9 @@ type law struct {
 	// latency (recoverOnFresh), and the window may still hold the answers
 	// it overruled (ruleSample).
 	overruled bool
+	// overflowed counts the reporters forgotten because more than
+	// maxReporters reported (forget), for the controller's warning.
+	overflowed uint64
 	// fresh accumulates the reports judged wholly after changedAt, recent
 	// the last second or so of reports, fresh or not.
 	fresh  freshCounts

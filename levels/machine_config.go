@@ -167,6 +167,12 @@ func (m *Machine) Saved() Saved {
 	return s
 }
 
+// ReportersOverflowed is how many reporters the admission law has
+// forgotten because more clients reported than it tracks (256): it forgets
+// the least recently heard, and reads the offered load low while that
+// lasts, so it may admit more than the capacity. The controller logs it.
+func (m *Machine) ReportersOverflowed() uint64 { return m.law.overflowed }
+
 // CapacityAt is when the admission law's capacity estimate was last
 // updated (Saved's Capacity.At), zero without one: a controller saves it
 // again when it has moved on (controller.capacitySaveEvery).

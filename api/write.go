@@ -213,12 +213,11 @@ func writeOverrideResult(w http.ResponseWriter, st *controller.State, err error)
 }
 
 // handleReload re-reads the configuration; an invalid one is refused with
-// every problem and the old one stays in force.
-// handleReload reloads the configuration. A reload whose change of the
-// state is held (held: the state file cannot be saved, so nothing new is
-// published until a save succeeds) says so beside its "reloaded": an
-// operator reading the old level back would otherwise take the reload
-// for one that did nothing.
+// every problem and the old one stays in force. A reload whose change of
+// the state is held (held: the state file cannot be saved, so nothing new
+// is published until a save succeeds) says so beside its "reloaded": an
+// operator reading the old level back would otherwise take the reload for
+// one that did nothing.
 func handleReload(reload func(actor string) error, held func() bool, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := reload(actorOf(r)); err != nil {

@@ -205,9 +205,9 @@ type run struct {
 // New returns a controller resumed from o.Store, if it holds a state. It
 // does no sampling and starts no goroutines. With a store, it saves at
 // once to reserve the next block of sequence numbers (see [SequenceBlock]).
-// It fails if it cannot, unless the disk is full (startHeld): then it
-// publishes within what the state file reserved, holds the rest, and
-// saves again at every health check.
+// It fails if it cannot, unless the disk failed in an incident
+// ([DiskFailed]): then it serves the state the file saved, holds every
+// change, and saves again at every health check (startHeld).
 func New(o Options) (*Controller, error) {
 	if o.Table == nil {
 		return nil, errors.New("controller: no level table")
@@ -241,7 +241,7 @@ func New(o Options) (*Controller, error) {
 	c.publish(now, levels.Output{Entries: entries})
 	if c.store != nil {
 		if err := c.write(false); err != nil {
-			if !diskFailed(err, p != nil) {
+			if !DiskFailed(err, p != nil) {
 				return nil, fmt.Errorf("reserve sequence numbers: %w: %w", ErrNotSaved, err)
 			}
 			c.startHeld(p, err)
@@ -252,33 +252,33 @@ func New(o Options) (*Controller, error) {
 	return c, nil
 }
 
-// diskFailed reports whether err, a failure to save at start, is the
-// disk's in an incident rather than the daemon's setup: no room (ENOSPC,
-// EDQUOT), what an incident's logs do to a shared disk; or, where a state
-// file was read (loaded: the daemon saved there before), a disk the
-// kernel remounted read-only after I/O errors (EROFS) or failing (EIO).
-// Any other failure (a directory the daemon may not write; a read-only or
-// failing one it never saved in) is a fault of its setup, and New fails
-// on it, naming it.
-func diskFailed(err error, loaded bool) bool {
+// DiskFailed reports whether err, a failure to write the data dir at
+// start, is the disk's in an incident rather than the daemon's setup: no
+// room (ENOSPC, EDQUOT), what an incident's logs do to a shared disk; or,
+// where a state file was saved before (saved), a disk the kernel
+// remounted read-only after I/O errors (EROFS) or failing (EIO). Any other
+// failure (a directory the daemon may not write; a read-only or failing
+// one it never saved in) is a fault of its setup, and the start fails on
+// it, naming it. New holds the start on such a disk; the daemon's checks
+// of the data dir before it let the same failures through.
+func DiskFailed(err error, saved bool) bool {
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return true
 	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO):
-		return loaded
+		return saved
 	}
 	return false
 }
 
 // startHeld starts on a disk that cannot save the reservation of
-// sequence numbers (diskFailed), rather than exit: a daemon that exits on
+// sequence numbers (DiskFailed), rather than exit: a daemon that exits on
 // a full disk in an incident is restarted into the same failure until the
 // supervisor gives up (the shipped systemd unit stops after five failed
 // starts in two minutes), and its clients, stale, admit everything
-// (FailOpen). The daemon serves the
-// state its file saved, under the sequence saved with it, holds every
-// change, saves again at every health check, and publishes what it held
-// at the first save that succeeds. Nothing new can be published before
+// (FailOpen). The daemon serves the state its file saved, under the
+// sequence saved with it, holds every change, saves again at every health
+// check, and publishes what it held at the first save that succeeds. Nothing new can be published before
 // then: after an unclean stop, readers may have seen any sequence up to
 // the file's ceiling; after a clean one, the file still says clean, and a
 // crash now would restart from its sequence again. (A reader that saw a

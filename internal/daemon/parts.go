@@ -2,12 +2,10 @@ package daemon
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"syscall"
 
 	"github.com/degraded/degraded/api"
 	"github.com/degraded/degraded/config"
@@ -144,25 +142,21 @@ func (d *Daemon) wrapListener(cfg *config.Config, ln net.Listener, maxConns int)
 // openStore removes the temp files a crash left behind, checks that the
 // data dir can be written, so a read-only disk fails at start rather than
 // at the first override, and applies --reset-state. The caller holds the
-// data dir's lock. A disk that fails in an incident is not refused here:
-// a full one (no room, or no inode left for the probe), or one that holds
-// a state file and is now read-only or failing (the kernel remounts a disk
-// read-only after I/O errors). The controller's first save meets it, and
+// data dir's lock. A disk that failed in an incident (controller.DiskFailed:
+// full, even of inodes, or read-only or failing where a state file was
+// saved) is not refused here: the controller's first save meets it, and
 // starts held (controller.New). A read-only or failing data dir with no
 // state file is a setup's fault (a data_dir outside systemd's
 // StateDirectory under ProtectSystem=strict), refused here.
 func openStore(s *controller.FileStore, reset bool, log *slog.Logger) error {
 	_, serr := os.Stat(s.Path())
 	saved := serr == nil
-	broken := func(err error) bool {
-		return saved && (errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EIO))
-	}
-	if err := s.RemoveTemp(); err != nil && !broken(err) {
+	if err := s.RemoveTemp(); err != nil && !controller.DiskFailed(err, saved) {
 		return fmt.Errorf("data_dir %s: %w", s.Dir, err)
 	}
 	f, err := os.CreateTemp(s.Dir, ".probe-*")
 	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), broken(err):
+	case err != nil && controller.DiskFailed(err, saved):
 	case err != nil:
 		return fmt.Errorf("data_dir %s is not writable: %w", s.Dir, err)
 	default:

@@ -83,10 +83,13 @@ type Fleet struct {
 	agg        *Aggregate       // the newest aggregate accepted
 	aggAt      time.Time        // when it was received, by the local clock
 	maxTerm    int64
-	maxRev     int64 // the highest revision seen
-	sessionRev int64 // the revision of the session's first read
-	auditRev   int64 // the audit counter's mod_revision, as a session last read it
-	ovrRev     int64 // the mod_revision of the last override value delivered
+	aggLog     map[string]time.Time // aggregate refusals logged, by problem
+	proven     termCheck            // the last aggregate term and lease elected proved
+	disproven  termCheck            // the last it refused
+	maxRev     int64                // the highest revision seen
+	sessionRev int64                // the revision of the session's first read
+	auditRev   int64                // the audit counter's mod_revision, as a session last read it
+	ovrRev     int64                // the mod_revision of the last override value delivered
 	clusterID  uint64
 	epoch      int
 	watched    int64 // the override watch has delivered everything up to here

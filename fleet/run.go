@@ -100,7 +100,7 @@ func (f *Fleet) session(ctx context.Context, endpoint string) (established bool,
 	if err != nil {
 		return false, classify(ctx, "read the fleet", err)
 	}
-	from := f.resume(snap)
+	from := f.resume(sctx, cli, snap)
 	sess, err := concurrency.NewSession(cli, concurrency.WithLease(lease), concurrency.WithContext(sctx))
 	if err != nil {
 		return false, classify(ctx, "keep the instance lease alive", err)

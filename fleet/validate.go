@@ -60,9 +60,17 @@ func checkCounts(attempts, failures int64) error {
 	return nil
 }
 
-// checkAggregate decodes and checks an aggregate as an instance reads it.
-func checkAggregate(value []byte) (Aggregate, error) {
+// checkAggregate decodes and checks an aggregate as an instance reads it:
+// value, lease and modRevision are the key's. The aggregator writes it
+// under its session lease, which also holds its election key, created at
+// the term: before the write, so a term at or past the revision that
+// wrote it cannot be an election's. (Whether the lease holds the election
+// key of that term takes a read: Fleet.elected.)
+func checkAggregate(value []byte, lease, modRevision int64) (Aggregate, error) {
 	var a Aggregate
+	if lease == 0 {
+		return a, errors.New("the aggregate has no lease (written by hand?): an aggregator writes it under its election's lease")
+	}
 	if err := json.Unmarshal(value, &a); err != nil {
 		return a, errors.New("the value is not a JSON aggregate")
 	}
@@ -74,6 +82,8 @@ func checkAggregate(value []byte) (Aggregate, error) {
 		return a, fmt.Errorf("negative instances (%d)", a.Instances)
 	case a.Term <= 0:
 		return a, fmt.Errorf("term %d is not an election key's create revision", a.Term)
+	case a.Term >= modRevision:
+		return a, fmt.Errorf("its term %d is past the revision that wrote it: no election key of that term can have written it", a.Term)
 	case a.Leader == "":
 		return a, errors.New("the aggregate names no leader")
 	case a.At.IsZero():

@@ -87,15 +87,23 @@ func TestCheckOverride(t *testing.T) {
 }
 
 func TestCheckAggregate(t *testing.T) {
-	for _, c := range []struct{ name, value, want string }{
-		{"valid", `{"attempts":10,"failures":1,"instances":2,"levels":{"Normal":2},"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, ""},
-		{"not JSON", `x`, "not a JSON aggregate"},
-		{"failures above attempts", `{"attempts":1,"failures":2,"instances":1,"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, "failures above attempts"},
-		{"no term", `{"attempts":1,"failures":0,"instances":1,"leader":"a","at":"2026-11-30T08:00:00Z"}`, "term 0"},
-		{"no leader", `{"attempts":1,"failures":0,"instances":1,"term":3,"at":"2026-11-30T08:00:00Z"}`, "no leader"},
+	const valid = `{"attempts":10,"failures":1,"instances":2,"levels":{"Normal":2},"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`
+	for _, c := range []struct {
+		name, value string
+		lease, rev  int64
+		want        string
+	}{
+		{"valid", valid, 0x1f, 8, ""},
+		{"not JSON", `x`, 0x1f, 8, "not a JSON aggregate"},
+		{"failures above attempts", `{"attempts":1,"failures":2,"instances":1,"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "failures above attempts"},
+		{"no term", `{"attempts":1,"failures":0,"instances":1,"leader":"a","at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "term 0"},
+		{"no leader", `{"attempts":1,"failures":0,"instances":1,"term":3,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "no leader"},
+		{"no lease", valid, 0, 8, "the aggregate has no lease"},
+		{"a term written at its own revision", valid, 0x1f, 7, "its term 7 is past the revision that wrote it"},
+		{"a term past the revision", valid, 0x1f, 5, "its term 7 is past the revision that wrote it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := checkAggregate([]byte(c.value))
+			_, err := checkAggregate([]byte(c.value), c.lease, c.rev)
 			if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
 				t.Errorf("checkAggregate: %v, want %q", err, c.want)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -59,9 +60,7 @@ func (f *Fleet) Document(ctx context.Context, limit int) View {
 		now := time.Now()
 		v = View{Connected: true, Instances: []InstanceView{}}
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-			if a, err := checkAggregate(kvs[0].Value); err == nil {
-				v.Aggregate = f.judge(a, now)
-			}
+			v.Aggregate = f.judge(kvs[0], now)
 		}
 		rr := resp.Responses[1].GetResponseRange()
 		v.InstancesTotal = rr.Count
@@ -84,17 +83,28 @@ func (f *Fleet) Document(ctx context.Context, limit int) View {
 	return v
 }
 
-// judge places an aggregate read on demand: the one this instance holds
-// (same term and at) keeps its receipt time; a newer one was received
-// now. The caller does not hold f.mu.
-func (f *Fleet) judge(a Aggregate, now time.Time) *AggregateView {
+// judge places the aggregate kv read on demand: one of the term and lease
+// this instance proved elected (Fleet.elected) is shown, received now
+// unless it is the one this instance holds (same term and at), which
+// keeps its receipt time; any other is shown as the one held (nil when
+// none is), since only a proved aggregate is the fleet's error rate. The
+// caller does not hold f.mu.
+func (f *Fleet) judge(kv *mvccpb.KeyValue, now time.Time) *AggregateView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	received := now
-	if h := f.agg; h != nil && h.Term == a.Term && h.At.Equal(a.At) {
-		received = f.aggAt
+	a, err := checkAggregate(kv.Value, kv.Lease, kv.ModRevision)
+	proved := err == nil && f.proven.term == a.Term && f.proven.lease == kv.Lease
+	h := f.agg
+	switch {
+	case proved && h != nil && h.Term == a.Term && h.At.Equal(a.At):
+	case proved:
+		return &AggregateView{Aggregate: a, Received: now, Stale: false}
+	case h == nil:
+		return nil
+	default:
+		a = *h
 	}
-	return &AggregateView{Aggregate: a, Received: received, Stale: now.Sub(received) > f.staleAfter()}
+	return &AggregateView{Aggregate: a, Received: f.aggAt, Stale: now.Sub(f.aggAt) > f.staleAfter()}
 }
 
 // lastView is the last view read, marked disconnected, with the newer of

@@ -70,7 +70,7 @@ func (f *Fleet) rolledBack(s snapshot) bool {
 // the watch after the last revision it delivered, so that every change
 // missed meanwhile is replayed in order; a first session delivers what it
 // read.
-func (f *Fleet) resume(s snapshot) int64 {
+func (f *Fleet) resume(ctx context.Context, cli *clientv3.Client, s snapshot) int64 {
 	h := s.header
 	f.mu.Lock()
 	rolled := f.rolledBack(s)
@@ -78,6 +78,7 @@ func (f *Fleet) resume(s snapshot) int64 {
 	if rolled {
 		f.epoch++
 		f.maxTerm, f.agg, f.watched, f.maxRev, f.auditRev, f.ovrRev = 0, nil, 0, 0, 0, 0
+		f.proven, f.disproven = termCheck{}, termCheck{}
 		f.puts, f.audit = putState{}, auditState{}
 	}
 	f.maxRev = max(f.maxRev, h.Revision)
@@ -85,10 +86,6 @@ func (f *Fleet) resume(s snapshot) int64 {
 	f.clusterID = h.ClusterId
 	if s.auditSeq != nil {
 		f.auditRev = max(f.auditRev, s.auditSeq.ModRevision)
-	}
-	var refused error
-	if s.aggregate != nil {
-		refused = f.acceptAggregate(s.aggregate)
 	}
 	from := f.watched + 1
 	dropped := int64(-1)
@@ -105,8 +102,10 @@ func (f *Fleet) resume(s snapshot) int64 {
 		f.log.Warn("fleet: etcd's revision went back (a restored, wiped or replaced cluster): reading everything again",
 			"seen_revision", seen, "revision", h.Revision, "seen_cluster_id", fmt.Sprintf("%x", seenID), "cluster_id", fmt.Sprintf("%x", h.ClusterId))
 	}
-	f.logRefusedAggregate(refused)
 	f.logDropped(dropped)
+	if s.aggregate != nil {
+		f.takeAggregate(ctx, cli, s.aggregate)
+	}
 	return from
 }
 
@@ -143,10 +142,7 @@ func (f *Fleet) watchLoop(ctx context.Context, cli *clientv3.Client, sess *concu
 			}
 			for _, ev := range wr.Events {
 				if ev.Type == clientv3.EventTypePut {
-					f.mu.Lock()
-					refused := f.acceptAggregate(ev.Kv)
-					f.mu.Unlock()
-					f.logRefusedAggregate(refused)
+					f.takeAggregate(ctx, cli, ev.Kv)
 				}
 			}
 		}
@@ -286,30 +282,116 @@ func (f *Fleet) deleted(ctx context.Context, cli *clientv3.Client, rev int64) Ov
 	return u
 }
 
-// acceptAggregate takes an aggregate read or watched, unless it is
-// invalid or its term is lower than one seen while that one is fresh (a
-// deposed aggregator's last write, or a stale member). It returns the refusal to log, nil when
-// there is none or it was logged before. The caller holds f.mu.
-func (f *Fleet) acceptAggregate(kv *mvccpb.KeyValue) error {
-	a, err := checkAggregate(kv.Value)
-	if err == nil && a.Term < f.maxTerm && f.agg != nil && time.Since(f.aggAt) <= f.staleAfter() {
-		// A deposed aggregator's late write. Once the newer term has not
-		// published for instance_ttl + one tick it is gone (or its history
-		// was restored away): then a lower term is taken.
-		err = fmt.Errorf("its term %d is lower than term %d already seen", a.Term, f.maxTerm)
+// takeAggregate takes an aggregate read or watched, unless checkAggregate
+// refuses it, its term is lower than one seen while that one is fresh (a
+// deposed aggregator's late write, or a stale member), or its lease holds
+// no election key created at its term (elected): an aggregate written by
+// hand under the aggregate key is never the fleet's error rate. A refusal
+// is logged at once, the same one again every 30s at most. The caller
+// does not hold f.mu.
+func (f *Fleet) takeAggregate(ctx context.Context, cli *clientv3.Client, kv *mvccpb.KeyValue) {
+	a, err := checkAggregate(kv.Value, kv.Lease, kv.ModRevision)
+	if err == nil {
+		f.mu.Lock()
+		err = f.lower(a)
+		f.mu.Unlock()
 	}
-	if err != nil {
-		return f.once(f.keys.aggregate(), err)
+	if err == nil {
+		err = f.elected(ctx, cli, a.Term, kv.Lease)
 	}
-	delete(f.bad, f.keys.aggregate())
-	f.agg, f.aggAt, f.maxTerm = &a, time.Now(), a.Term
+	now := time.Now()
+	f.mu.Lock()
+	if err == nil {
+		err = f.lower(a) // again: the lock was let go for the read
+	}
+	logIt := false
+	if err == nil {
+		f.agg, f.aggAt, f.maxTerm = &a, now, a.Term
+	} else {
+		logIt = f.refusedAggregate(err.Error(), now)
+	}
+	f.mu.Unlock()
+	if logIt {
+		f.log.Warn("fleet: the aggregate in etcd is refused; the fleet error rate waits for the next one", "key", f.keys.aggregate(), "err", err)
+	}
+}
+
+// refusedAggregate says whether an aggregate refused for msg is logged:
+// each problem at once, the same one again every 30s at most, however
+// the refusals interleave with each other and with valid aggregates.
+// Problems not seen for 30s are forgotten, so the memory is bounded by
+// the refusals of the last 30s. The caller holds f.mu.
+func (f *Fleet) refusedAggregate(msg string, now time.Time) bool {
+	if at, ok := f.aggLog[msg]; ok && now.Sub(at) < 30*time.Second {
+		return false
+	}
+	if f.aggLog == nil || len(f.aggLog) >= 64 {
+		f.aggLog = map[string]time.Time{} // 64 problems in 30s: start again
+	}
+	f.aggLog[msg] = now
+	return true
+}
+
+// lower refuses an aggregate of a lower term than one seen while that one
+// is fresh. Once the newer term has not published for instance_ttl + one
+// tick it is gone (or its history was restored away): then a lower term
+// is taken. The caller holds f.mu.
+func (f *Fleet) lower(a Aggregate) error {
+	if a.Term < f.maxTerm && f.agg != nil && time.Since(f.aggAt) <= f.staleAfter() {
+		return fmt.Errorf("its term %d is lower than term %d already seen", a.Term, f.maxTerm)
+	}
 	return nil
 }
 
-func (f *Fleet) logRefusedAggregate(err error) {
-	if err != nil {
-		f.log.Warn("fleet: the aggregate in etcd is refused; the fleet error rate waits for the next one", "key", f.keys.aggregate(), "err", err)
+// termCheck is what elected found for an aggregate's term and lease: err
+// is nil when the lease holds an election key created at the term.
+type termCheck struct {
+	term, lease int64
+	err         error
+}
+
+// elected checks, with one read of etcd, that lease holds an election key
+// created at term: that the aggregate was written by the session of an
+// instance that campaigned in that term, as aggregate writes it. The last
+// term proven and the last refused are remembered, so an aggregator's
+// writes cost one read per term, and a hand-written one repeated costs
+// none. (Whoever can write etcd can campaign and write as an elected
+// instance, as it can write a fleet override: this check is against keys
+// written by hand or by mistake, not against a forger with the fleet's
+// credentials.) A read that fails is not remembered.
+func (f *Fleet) elected(ctx context.Context, cli *clientv3.Client, term, lease int64) error {
+	f.mu.Lock()
+	proven, refused := f.proven, f.disproven
+	f.mu.Unlock()
+	switch {
+	case proven.term == term && proven.lease == lease:
+		return nil
+	case refused.term == term && refused.lease == lease:
+		return refused.err
 	}
+	key := fmt.Sprintf("%s/%x", f.keys.leader(), lease)
+	actx, cancel := context.WithTimeout(ctx, f.attempt)
+	resp, err := cli.Get(actx, key)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("its election key %s cannot be read: %w", key, err)
+	}
+	f.ok()
+	c := termCheck{term: term, lease: lease}
+	switch {
+	case len(resp.Kvs) == 0:
+		c.err = fmt.Errorf("its lease %x holds no election key (written by hand, or by an aggregator deposed since)", lease)
+	case resp.Kvs[0].CreateRevision != term:
+		c.err = fmt.Errorf("its term is not the one its election key (lease %x) was created at, %d", lease, resp.Kvs[0].CreateRevision)
+	}
+	f.mu.Lock()
+	if c.err == nil {
+		f.proven = c
+	} else {
+		f.disproven = c
+	}
+	f.mu.Unlock()
+	return c.err
 }
 
 // once returns err the first time key has this problem, else nil: each

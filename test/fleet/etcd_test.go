@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"net/url"
 	"os"
@@ -149,6 +150,33 @@ func (l *logBuffer) count(words ...string) int {
 		}
 	}
 	return n
+}
+
+// everyTick calls write at once, then every testTick until the test
+// ends (with a context that ends with it), and returns after the first
+// call.
+func everyTick(t *testing.T, write func(ctx context.Context)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	first := make(chan struct{})
+	wg.Go(func() {
+		tick := time.NewTicker(testTick)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			write(ctx)
+			if i == 0 {
+				close(first)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	<-first
 }
 
 // testTick is the members' and daemons' tick: reports and aggregates

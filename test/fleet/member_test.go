@@ -72,21 +72,9 @@ func startMember(t *testing.T, endpoint, instance string, edit ...func(*fleet.Op
 // stays in the aggregate.
 func reporting(t *testing.T, f *fleet.Fleet, r fleet.Report) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() {
-		tick := time.NewTicker(testTick)
-		defer tick.Stop()
-		for {
-			r.At = time.Now()
-			f.Report(r)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
+	everyTick(t, func(context.Context) {
+		r.At = time.Now()
+		f.Report(r)
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,28 @@ import (
 func liar(t *testing.T, etcd *etcdServer, reports map[string]string, noLease ...string) {
 	t.Helper()
 	raw := etcd.raw(t)
+	lease := keptLease(t, raw)
+	bare := map[string]bool{}
+	for _, n := range noLease {
+		bare[n] = true
+	}
+	everyTick(t, func(ctx context.Context) {
+		at := time.Now().UTC().Format(time.RFC3339Nano)
+		for name, v := range reports {
+			var opts []clientv3.OpOption
+			if !bare[name] {
+				opts = append(opts, clientv3.WithLease(lease))
+			}
+			_, _ = raw.Put(ctx, "/degraded/shop/instances/"+name, strings.ReplaceAll(v, "AT", at), opts...)
+		}
+	})
+}
+
+// keptLease grants a lease of 10s and keeps it alive until the test ends.
+func keptLease(t *testing.T, raw *clientv3.Client) clientv3.LeaseID {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	lease, err := raw.Grant(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -27,36 +47,7 @@ func liar(t *testing.T, etcd *etcdServer, reports map[string]string, noLease ...
 	if _, err := raw.KeepAlive(ctx, lease.ID); err != nil {
 		t.Fatal(err)
 	}
-	bare := map[string]bool{}
-	for _, n := range noLease {
-		bare[n] = true
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	first := make(chan struct{})
-	wg.Go(func() {
-		tick := time.NewTicker(testTick)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			at := time.Now().UTC().Format(time.RFC3339Nano)
-			for name, v := range reports {
-				var opts []clientv3.OpOption
-				if !bare[name] {
-					opts = append(opts, clientv3.WithLease(lease.ID))
-				}
-				_, _ = raw.Put(ctx, "/degraded/shop/instances/"+name, strings.ReplaceAll(v, "AT", at), opts...)
-			}
-			if i == 0 {
-				close(first)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	<-first
+	return lease.ID
 }
 
 // TestLyingReportsAreLeftOutOfTheFleetSums (finding 1): reports with
@@ -173,10 +164,16 @@ func TestANewAggregatorTakesOver(t *testing.T) {
 	t.Logf("aggregator %s (term %d) cut off; %s (term %d) published %s later", ms[old].f.Instance(), term,
 		ms[next].f.Instance(), ms[next].f.Aggregating(), time.Since(start).Round(time.Millisecond))
 
-	// A hand-written aggregate of the old, lower term is refused.
+	// A hand-written aggregate of the old, lower term is refused (under a
+	// lease: one without is refused for that first).
 	raw := etcd.raw(t)
+	lease, err := raw.Grant(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := raw.Put(context.Background(), "/degraded/shop/aggregate", fmt.Sprintf(
-		`{"attempts":1,"failures":1,"instances":99,"levels":{"Emergency":99},"leader":"ghost","term":%d,"at":%q}`, term, time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		`{"attempts":1,"failures":1,"instances":99,"levels":{"Emergency":99},"leader":"ghost","term":%d,"at":%q}`, term, time.Now().UTC().Format(time.RFC3339Nano)),
+		clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Second, other.f.Instance()+" refuses the lower term", func() bool {
@@ -184,5 +181,84 @@ func TestANewAggregatorTakesOver(t *testing.T) {
 	})
 	if a := other.f.Aggregate(time.Now()); a == nil || a.Leader == "ghost" {
 		t.Errorf("%s holds %+v, want the new aggregator's", other.f.Instance(), a)
+	}
+}
+
+// TestAHandWrittenAggregateCannotMoveTheFleet: aggregates written by hand
+// to the aggregate key every tick, each claiming a 90% fleet error rate.
+// One put of the first, by curl against a fleet of two real daemons, took
+// both to Emergency for 30 s (the lie's term outranked the elected
+// aggregator's, whose next writes were refused as "lower" and logged as
+// the problem), and the level then came down one step a dwell. Each lie
+// is refused, for what it is: no lease; a term past the revision that
+// wrote it; a lease of its own that holds no election key; the elected
+// aggregator's lease with a term that is not its election key's. Every
+// member keeps the elected aggregator's view and publishes Normal.
+func TestAHandWrittenAggregateCannotMoveTheFleet(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	a := fleetRig(t, fleetYAML(t, etcd.endpoint(), "a", "", ""))
+	b := fleetRig(t, fleetYAML(t, etcd.endpoint(), "b", "", ""))
+	for _, r := range []*rig{a, b} {
+		if code, body := call(t, "POST", r.URL+"/v1/outcomes", `{"success":1000,"failure":0}`); code != 202 {
+			t.Fatalf("POST /v1/outcomes: %d %s", code, body)
+		}
+	}
+	var elected struct {
+		instance string
+		term     int64
+	}
+	eventually(t, 10*time.Second, "an aggregate of a and b", func() bool {
+		v := fleetView(t, a.Rig)
+		if v.Aggregator == nil || v.WindowAttempts != 2000 {
+			return false
+		}
+		elected.instance, elected.term = v.Aggregator.Instance, v.Aggregator.Term
+		return true
+	})
+	raw := etcd.raw(t)
+	own := keptLease(t, raw)
+	leaders, err := raw.Get(context.Background(), "/degraded/shop/leader/", clientv3.WithFirstCreate()...)
+	if err != nil || len(leaders.Kvs) != 1 || leaders.Kvs[0].CreateRevision != elected.term {
+		t.Fatalf("the election's first key: %v %+v, want term %d", err, leaders, elected.term)
+	}
+	theirs := clientv3.LeaseID(leaders.Kvs[0].Lease)
+	lie := func(term int64) string {
+		return fmt.Sprintf(`{"attempts":1000000,"failures":900000,"instances":2,"levels":{"Normal":2},"leader":"ghost","term":%d,"at":%q}`,
+			term, time.Now().UTC().Format(time.RFC3339Nano))
+	}
+	everyTick(t, func(ctx context.Context) {
+		key := "/degraded/shop/aggregate"
+		_, _ = raw.Put(ctx, key, lie(999999999))
+		_, _ = raw.Put(ctx, key, lie(999999999), clientv3.WithLease(own))
+		if rev, err := raw.Get(ctx, key); err == nil {
+			_, _ = raw.Put(ctx, key, lie(rev.Header.Revision), clientv3.WithLease(own))
+			_, _ = raw.Put(ctx, key, lie(rev.Header.Revision), clientv3.WithLease(theirs))
+		}
+	})
+	for end := time.Now().Add(30 * testTick); time.Now().Before(end); time.Sleep(testTick / 4) {
+		for i, r := range []*rig{a, b} {
+			if st := level(t, r.Rig); st.Level != "Normal" {
+				t.Fatalf("daemon %d publishes %s (%s), want Normal", i, st.Level, st.Reason)
+			}
+			if v := fleetView(t, r.Rig); v.Aggregator == nil || v.Aggregator.Instance != elected.instance || v.WindowAttempts != 2000 {
+				t.Fatalf("daemon %d's fleet view: %+v, attempts %d; want %s's", i, v.Aggregator, v.WindowAttempts, elected.instance)
+			}
+		}
+	}
+	for i, r := range []*rig{a, b} {
+		for _, want := range []string{
+			"the aggregate has no lease",
+			"its term 999999999 is past the revision that wrote it",
+			fmt.Sprintf("its lease %x holds no election key", own),
+			fmt.Sprintf("its term is not the one its election key (lease %x) was created at", theirs),
+		} {
+			if n := r.log.count("the aggregate in etcd is refused", want); n != 1 {
+				t.Errorf("daemon %d logged %q %d times, want once:\n%s", i, want, n, r.log)
+			}
+		}
+		if n := r.log.count("is lower than term"); n != 0 {
+			t.Errorf("daemon %d refused the elected aggregator's writes as lower %d times:\n%s", i, n, r.log)
+		}
 	}
 }

@@ -206,7 +206,8 @@ func TestLevelDocument(t *testing.T) {
 // the ETag). The server writes it by hand, and must write the same bytes.
 type levelDocument struct {
 	*controller.State
-	Reports reports `json:"reports"`
+	Reports   reports    `json:"reports"`
+	StateFile *stateFile `json:"state_file"`
 }
 
 // reports says whether outcome reports arrive: refused ones, for their

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -87,10 +88,36 @@ func (s *server) writeLevelDocument(w http.ResponseWriter, st *controller.State)
 	b = strconv.AppendInt(b, failures, 10)
 	b = append(b, `,"would_shed":`...)
 	b = append(b, s.Metrics.wouldShedJSON()...)
-	b = append(b, "}}\n"...)
+	b = append(b, `},"state_file":`...)
+	b = appendStateFile(b, s.Controller)
+	b = append(b, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b) // the client went away; nothing to do
+}
+
+// stateFile is the live "state_file" of GET /v1/level while the state
+// cannot be saved: the last save's error, since when saves fail, and
+// whether the published state is held (it cannot change until a save
+// succeeds). The document above it is then what was last published.
+type stateFile struct {
+	Error        string    `json:"error"`
+	FailingSince time.Time `json:"failing_since"`
+	Held         bool      `json:"held"`
+}
+
+// appendStateFile appends c's state file trouble as JSON, null when the
+// last save succeeded.
+func appendStateFile(b []byte, c *controller.Controller) []byte {
+	f := c.SaveFailure()
+	if f == nil {
+		return append(b, "null"...)
+	}
+	j, err := json.Marshal(stateFile{Error: f.Error, FailingSince: f.Since.UTC(), Held: c.Held()})
+	if err != nil { // a string, a time and a bool always encode
+		return append(b, "null"...)
+	}
+	return append(b, j...)
 }
 
 // acquireStream takes one of MaxStreams slots for a stream or long-poll;

@@ -160,8 +160,11 @@ type Controller struct {
 	history []Transition
 	samples []levels.Sample
 
-	state    atomic.Pointer[State]
-	held     atomic.Bool // changes are held unpublished (publish)
+	state atomic.Pointer[State]
+	held  atomic.Bool // changes are held unpublished (publish)
+	// failure is why saves of the state fail, nil while they succeed
+	// (saved).
+	failure  atomic.Pointer[SaveFailure]
 	config   atomic.Pointer[levels.Config]
 	levelCh  notifier // fires when Sequence changes
 	sampleCh notifier // fires after every evaluation
@@ -306,6 +309,21 @@ func (c *Controller) State() *State { return c.state.Load() }
 // sequence ceiling (or a start could not reserve one). They are published
 // at the first save that succeeds. It never blocks.
 func (c *Controller) Held() bool { return c.held.Load() }
+
+// SaveFailure is why the state file cannot be saved, while it cannot.
+type SaveFailure struct {
+	// Error is the last failed save's error, naming the file and the
+	// cause (e.g. "no space left on device").
+	Error string
+	// Since is when the saves began to fail: the first failure since the
+	// last save that succeeded.
+	Since time.Time
+}
+
+// SaveFailure returns why the last save of the state failed, nil when it
+// succeeded (or nothing is saved): what the live part of GET /v1/level
+// and `degraded status` show, beside Held. It never blocks.
+func (c *Controller) SaveFailure() *SaveFailure { return c.failure.Load() }
 
 // LevelChanged returns a channel closed at the next change of the state
 // document (the next Sequence). Take the channel, then read State.

@@ -113,6 +113,14 @@ func (c *Controller) saved(err error) {
 		r.failedSaves, r.saveErr, r.saveLog = 0, "", time.Time{}
 	}
 	r.unsaved = err != nil
+	switch f := c.failure.Load(); {
+	case err == nil:
+		c.failure.Store(nil)
+	case f == nil:
+		c.failure.Store(&SaveFailure{Error: err.Error(), Since: time.Now()})
+	default:
+		c.failure.Store(&SaveFailure{Error: err.Error(), Since: f.Since})
+	}
 	if c.observer != nil {
 		c.observer.SaveFailed(err != nil)
 	}

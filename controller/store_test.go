@@ -193,6 +193,10 @@ func TestStartOnAFullDiskServesTheSavedState(t *testing.T) {
 		if h := c.History(1); len(h) != 1 || h[0].Sequence != 1 || !c.Held() {
 			t.Fatalf("history at start %+v, held %v; want the saved entry 1, the restart entry held", h, c.Held())
 		}
+		began := time.Now()
+		if f := c.SaveFailure(); f == nil || !strings.Contains(f.Error, "no space left on device") || !f.Since.Equal(began) {
+			t.Fatalf("SaveFailure at start: %+v; want ENOSPC since %s (what GET /v1/level's state_file shows)", f, began)
+		}
 		if c.Ready() {
 			t.Fatal("ready before the first health check")
 		}
@@ -226,6 +230,9 @@ func TestStartOnAFullDiskServesTheSavedState(t *testing.T) {
 		if tried != 1 {
 			t.Errorf("20 report evaluations and a health check on a full disk tried %d saves, want 1 (the health check's)", tried)
 		}
+		if f := c.SaveFailure(); f == nil || !f.Since.Equal(began) {
+			t.Errorf("SaveFailure 6 s on: %+v; want the failure since the start, %s", f, began)
+		}
 		if n := strings.Count(logs.String(), "level=ERROR"); n != 2 {
 			t.Fatalf("logs after a health check and a refused override: %q; want the start's ERROR and the override's, not the retry's", logs.String())
 		}
@@ -236,6 +243,9 @@ func TestStartOnAFullDiskServesTheSavedState(t *testing.T) {
 		h := c.History(1)[0]
 		if st.Sequence != 1002 || h.Sequence != 1002 || h.Source != SourceRestart || st.Level != "Major" || c.Held() {
 			t.Fatalf("after a save succeeds: sequence %d, level %s, last entry %+v, held %v; want 1002, Major, the restart entry, nothing held", st.Sequence, st.Level, h, c.Held())
+		}
+		if f := c.SaveFailure(); f != nil {
+			t.Errorf("SaveFailure after a save succeeded: %+v, want nil", f)
 		}
 		if err := stop(); !errors.Is(err, context.Canceled) {
 			t.Fatal(err)

@@ -43,7 +43,7 @@
   const SVG = 'http://www.w3.org/2000/svg';
   const W = 300, H = 60; // sparkline view box
 
-  const model = { levels: [], state: null, signals: null, configured: null, samples: [], history: [], wouldShed: null, fleet: null };
+  const model = { levels: [], state: null, signals: null, configured: null, samples: [], history: [], wouldShed: null, stateFile: null, fleet: null };
   const $ = (id) => document.getElementById(id);
 
   // ---- helpers -----------------------------------------------------------
@@ -234,9 +234,14 @@
   };
   const loadSamples = () => load('v1/samples', (d) => { model.samples = d.samples || []; renderSignals(); });
   const loadHistory = () => load('v1/history?limit=' + HISTORY_LIMIT, (d) => { model.history = d.transitions || []; renderHistory(); });
-  // loadWouldShed reads the would-shed counts, which only GET /v1/level's
-  // reports carry (outside the stream's state events).
-  const loadWouldShed = () => load('v1/level', (d) => { model.wouldShed = (d.reports && d.reports.would_shed) || null; renderShadow(); });
+  // loadLive reads what only GET /v1/level carries, outside the stream's
+  // state events: the would-shed counts, and whether the state file can be
+  // saved (state_file: null, or why not and whether the state is held).
+  const loadLive = () => load('v1/level', (d) => {
+    model.wouldShed = (d.reports && d.reports.would_shed) || null;
+    model.stateFile = d.state_file || null;
+    renderShadow(); renderUnsaved();
+  });
 
   // loadFleet reads GET /v1/fleet, one read at a time and at most once per
   // FLEET_GAP_MS; a call in between is answered by one read after the gap.
@@ -284,7 +289,7 @@
     // or only the set of signals: both re-read it.
     if (!setSignals(st.signals) && (changed || !levelByName(st.level))) loadLevels();
     if (!prev || changed) loadHistory();
-    if (st.shadow) loadWouldShed();
+    loadLive();
     loadFleet();
     renderState();
     renderSignals();
@@ -300,7 +305,7 @@
     setSignals(sig);
     renderSignals();
     timelineView.sample(sig);
-    if (model.state && model.state.shadow) loadWouldShed();
+    loadLive();
     loadFleet();
   }
 
@@ -363,6 +368,20 @@
     for (const n of Object.keys(counts)) if (!names.includes(n)) names.push(n);
     const parts = names.filter((n) => counts[n] > 0).map((n) => n + ' ' + counts[n]);
     $('would-shed').textContent = parts.length ? parts.join(', ') : 'none yet';
+  }
+
+  // renderUnsaved shows the STATE NOT SAVED banner while GET /v1/level's
+  // state_file says saves fail: why, since when, and, when the state is
+  // held, that nothing on this page's level can change until one succeeds.
+  function renderUnsaved() {
+    const f = model.stateFile;
+    $('unsaved').hidden = !f;
+    if (!f) return;
+    $('unsaved-since').textContent = fmtTime(f.failing_since);
+    $('unsaved-error').textContent = f.error;
+    $('unsaved-then').textContent = f.held
+      ? 'HELD: the level, its signals and overrides shown here cannot change until a save succeeds; overrides are refused (503). Free the disk.'
+      : 'The level still changes, but a restart goes back to the state last saved; overrides are refused (503) until a save succeeds.';
   }
 
   function renderOverride() {

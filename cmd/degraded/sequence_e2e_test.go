@@ -231,6 +231,14 @@ func heldThenFreed(t *testing.T, again *process, saved levelDoc, what string, fr
 		t.Fatalf("%s: %+v; want the saved state, %+v", what, doc, saved)
 	}
 	waitReady(t, again, what)
+	// GET /v1/level and status say the state file cannot be saved, and
+	// that what they show is held.
+	if _, body := again.request(t, "GET", "/v1/level", "", ""); !strings.Contains(body, `"state_file":{"error":"`) || !strings.Contains(body, `"held":true}`) {
+		t.Errorf("%s: GET /v1/level %s; want a state_file saying the state is held", what, body)
+	}
+	if code, out, errOut := runCLI(t, nil, "status", "--addr", again.url); code != 0 || !strings.Contains(out, "NOT SAVED since") || !strings.Contains(out, "HELD: nothing in this document can change") {
+		t.Errorf("%s: status exit %d %s%s; want it to say the state file is not saved and the state held", what, code, out, errOut)
+	}
 	// A reload applies, and says the state is held.
 	if resp, body := again.request(t, "POST", "/-/reload", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"held":"the state file cannot be saved`) {
 		t.Errorf("%s: reload %d %s; want 200 saying the state is held", what, resp.StatusCode, body)
@@ -250,6 +258,12 @@ func heldThenFreed(t *testing.T, again *process, saved levelDoc, what string, fr
 	}
 	if resp, body := again.request(t, "POST", "/-/reload", "", ""); resp.StatusCode != 200 || strings.Contains(body, "held") {
 		t.Errorf("%s, then the disk given back: reload %d %s; want 200, nothing held", what, resp.StatusCode, body)
+	}
+	if _, body := again.request(t, "GET", "/v1/level", "", ""); !strings.Contains(body, `"state_file":null`) {
+		t.Errorf("%s, then the disk given back: GET /v1/level %s; want state_file null", what, body)
+	}
+	if _, out, _ := runCLI(t, nil, "status", "--addr", again.url); strings.Contains(out, "State file") {
+		t.Errorf("%s, then the disk given back: status still says %s", what, out)
 	}
 }
 

@@ -25,6 +25,12 @@ type statusDoc struct {
 	Signals struct {
 		Status map[string]string `json:"status"`
 	} `json:"signals"`
+	// StateFile is set while the daemon cannot save its state.
+	StateFile *struct {
+		Error        string    `json:"error"`
+		FailingSince time.Time `json:"failing_since"`
+		Held         bool      `json:"held"`
+	} `json:"state_file"`
 }
 
 // printStatus writes the state as a table a person reads at a glance.
@@ -32,6 +38,13 @@ func printStatus(w io.Writer, doc statusDoc, table []client.Level, now time.Time
 	st := doc.State
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "Level\t%s (%d of %d): %s\n", st.Level, st.Index, len(table)-1, shedText(st))
+	if f := doc.StateFile; f != nil {
+		then := "a restart goes back to the state last saved"
+		if f.Held {
+			then = "HELD: nothing in this document can change (the level, its signals, overrides) until a save succeeds"
+		}
+		fmt.Fprintf(tw, "State file\tNOT SAVED since %s (%s): %s; %s\n", stamp(f.FailingSince), ago(now, f.FailingSince), f.Error, then)
+	}
 	fmt.Fprintf(tw, "Source\t%s (recommended: %s)\n", st.Source, st.Recommended)
 	fmt.Fprintf(tw, "Reason\t%s\n", st.Reason)
 	fmt.Fprintf(tw, "Since\t%s (%s)\n", stamp(st.Since), ago(now, st.Since))

@@ -61,6 +61,12 @@ type daemon struct {
 // "mode: shadow"), or "".
 func startDaemon(t *testing.T, extra string) *daemon {
 	t.Helper()
+	return startDaemonOn(t, extra, nil)
+}
+
+// startDaemonOn is startDaemon with its state in store (nil: none).
+func startDaemonOn(t *testing.T, extra string, store controller.Store) *daemon {
+	t.Helper()
 	r := daemontest.Start(t, `
 data_dir: ""
 health_check_interval: 100ms
@@ -70,6 +76,7 @@ sse: {heartbeat: 1s}
 `+extra, rig.Options{
 		CPU:    &wave{base: 38, amp: 12, period: 90},
 		Memory: &wave{base: 52, amp: 3, period: 300},
+		Store:  store,
 	})
 	return &daemon{srv: r.Server, ctrl: r.Controller()}
 }

@@ -575,6 +575,7 @@ func TestOpenAPI(t *testing.T) {
 	for _, ex := range []exchange{
 		{name: "override not saved", method: "PUT", target: "/v1/override", body: override, want: 503},
 		{name: "clear not saved", method: "DELETE", target: "/v1/override", want: 503},
+		{name: "level with a state_file that cannot be saved", method: "GET", target: "/v1/level", want: 200},
 	} {
 		t.Run(ex.name, func(t *testing.T) { c.do(t, unsaved.Client(), unsaved.URL, ex) })
 	}

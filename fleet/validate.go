@@ -80,6 +80,8 @@ func checkAggregate(value []byte, lease, modRevision int64) (Aggregate, error) {
 	switch {
 	case a.Instances < 0:
 		return a, fmt.Errorf("negative instances (%d)", a.Instances)
+	case !levelsSum(a.Levels, a.Instances):
+		return a, fmt.Errorf("its level counts are not %d instances' (one level each, none negative)", a.Instances)
 	case a.Term <= 0:
 		return a, fmt.Errorf("term %d is not an election key's create revision", a.Term)
 	case a.Term >= modRevision:
@@ -90,6 +92,19 @@ func checkAggregate(value []byte, lease, modRevision int64) (Aggregate, error) {
 		return a, errors.New("the aggregate has no at")
 	}
 	return a, nil
+}
+
+// levelsSum reports whether levels counts n instances, one level each:
+// no count negative, and their sum n (as sum makes them).
+func levelsSum(levels map[string]int, n int) bool {
+	total := 0
+	for _, c := range levels {
+		if c < 0 || c > n-total {
+			return false
+		}
+		total += c
+	}
+	return total == n
 }
 
 // checkOverride decodes and checks a fleet override read from etcd, as

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestCheckReport(t *testing.T) {
@@ -96,9 +97,13 @@ func TestCheckAggregate(t *testing.T) {
 		{"valid", valid, 0x1f, 8, ""},
 		{"not JSON", `x`, 0x1f, 8, "not a JSON aggregate"},
 		{"failures above attempts", `{"attempts":1,"failures":2,"instances":1,"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "failures above attempts"},
-		{"no term", `{"attempts":1,"failures":0,"instances":1,"leader":"a","at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "term 0"},
-		{"no leader", `{"attempts":1,"failures":0,"instances":1,"term":3,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "no leader"},
+		{"no term", `{"attempts":1,"failures":0,"instances":1,"levels":{"Normal":1},"leader":"a","at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "term 0"},
+		{"no leader", `{"attempts":1,"failures":0,"instances":1,"levels":{"Normal":1},"term":3,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "no leader"},
 		{"no lease", valid, 0, 8, "the aggregate has no lease"},
+		{"levels of more instances", `{"attempts":10,"failures":1,"instances":2,"levels":{"Normal":2,"Major":1},"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "level counts are not 2 instances'"},
+		{"a negative level count", `{"attempts":10,"failures":1,"instances":2,"levels":{"Normal":3,"Major":-1},"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "none negative"},
+		{"no levels for its instances", `{"attempts":10,"failures":1,"instances":2,"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, "level counts are not 2"},
+		{"no instances, no levels", `{"attempts":0,"failures":0,"instances":0,"levels":{},"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`, 0x1f, 8, ""},
 		{"a term written at its own revision", valid, 0x1f, 7, "its term 7 is past the revision that wrote it"},
 		{"a term past the revision", valid, 0x1f, 5, "its term 7 is past the revision that wrote it"},
 	} {
@@ -109,4 +114,43 @@ func TestCheckAggregate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzEtcdValues: whatever bytes an etcd key holds, under whatever lease
+// and revision, the checks never panic, and what they accept is what the
+// sums and the controller rely on: counts within [0, 1e12], failures at
+// most attempts; an aggregate with a lease, a term below the revision
+// that wrote it, a leader, level counts that add up to its instances; a
+// report fresh by the reader's clock; an override with a level, a mode,
+// a reason of 1 to 500 characters and an end after its start.
+func FuzzEtcdValues(f *testing.F) {
+	f.Add([]byte(`{"attempts":10,"failures":1,"instances":2,"levels":{"Normal":2},"leader":"a","term":7,"at":"2026-11-30T08:00:00Z"}`), int64(0x1f), int64(8))
+	f.Add([]byte(`{"level":"Normal","window_attempts":1000,"window_failures":100,"at":"2026-11-30T07:59:59Z"}`), int64(7), int64(9))
+	f.Add([]byte(`{"level":"Major","mode":"pin","ttl":"15m0s","reason":"INC-1","actor":"alice","set_at":"2026-11-30T08:00:00Z","expires_at":"2026-11-30T08:15:00Z"}`), int64(0), int64(3))
+	f.Add([]byte(`{"attempts":-1,"failures":9223372036854775807,"levels":{"x":-5},"term":99}`), int64(1), int64(2))
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, value []byte, lease, rev int64) {
+		if a, err := checkAggregate(value, lease, rev); err == nil {
+			total := 0
+			for _, c := range a.Levels {
+				total += c
+			}
+			if lease == 0 || a.Term <= 0 || a.Term >= rev || a.Leader == "" || a.At.IsZero() || a.Instances < 0 || total != a.Instances ||
+				checkCounts(a.Attempts, a.Failures) != nil {
+				t.Fatalf("accepted the aggregate %+v (lease %d, revision %d) from %q", a, lease, rev, value)
+			}
+		}
+		if r, err := checkReport(value, lease, now, 10*time.Second); err == nil {
+			if lease == 0 || r.Level == "" || r.At.IsZero() || now.Sub(r.At) > 10*time.Second || r.WindowAttempts < 0 || r.WindowAttempts > MaxCount ||
+				r.WindowFailures < 0 || r.WindowFailures > r.WindowAttempts {
+				t.Fatalf("accepted the report %+v (lease %d) from %q", r, lease, value)
+			}
+		}
+		if o, err := checkOverride(value); err == nil {
+			if n := utf8.RuneCountInString(o.Reason); o.Level == "" || o.Mode != "pin" && o.Mode != "floor" || n == 0 || n > MaxReasonLength ||
+				o.TTL <= 0 || o.ExpiresAt.Before(o.SetAt) {
+				t.Fatalf("accepted the override %+v from %q", o, value)
+			}
+		}
+	})
 }

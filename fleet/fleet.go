@@ -94,14 +94,17 @@ type Fleet struct {
 	epoch      int
 	watched    int64 // the override watch has delivered everything up to here
 	report     *Report
-	lease      clientv3.LeaseID
-	puts       putState
-	view       View              // the last fleet view read
-	bad        map[string]string // aggregator: keys left out, with the problem logged
-	logged     errorLog
-	conn       connNote      // the last failed connection attempt
-	audit      auditState    // what this Fleet last wrote of the audit
-	reportCh   chan struct{} // a new report is waiting; buffered 1
+	// oversizedAt is when a report too large for the aggregator was last
+	// logged (noteOversized).
+	oversizedAt time.Time
+	lease       clientv3.LeaseID
+	puts        putState
+	view        View              // the last fleet view read
+	bad         map[string]string // aggregator: keys left out, with the problem logged
+	logged      errorLog
+	conn        connNote      // the last failed connection attempt
+	audit       auditState    // what this Fleet last wrote of the audit
+	reportCh    chan struct{} // a new report is waiting; buffered 1
 }
 
 type keys struct{ root string }

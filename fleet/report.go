@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -70,6 +71,7 @@ func (f *Fleet) putReport(ctx context.Context, cli *clientv3.Client, lease clien
 	if err != nil {
 		return fmt.Errorf("fleet: encode report: %w", err)
 	}
+	f.noteOversized(len(b), r.Level)
 	actx, cancel := context.WithTimeout(ctx, f.attempt)
 	resp, err := cli.Put(actx, f.keys.instance(f.o.Instance), string(b), clientv3.WithLease(lease), clientv3.WithPrevKV())
 	cancel()
@@ -95,6 +97,31 @@ func (f *Fleet) putReport(ctx context.Context, cli *clientv3.Client, lease clien
 			"previous_instance_id", v.other, "previous_lease", fmt.Sprintf("%x", v.otherLease))
 	}
 	return nil
+}
+
+// noteOversized warns, once a minute while it lasts, that this instance's
+// report is one the aggregator leaves out (checkReport): too large, or its
+// level's name too long. It is written anyway, for the fleet view's sake.
+func (f *Fleet) noteOversized(size int, level string) {
+	var why string
+	switch {
+	case size > MaxReportBytes:
+		why = fmt.Sprintf("this instance's report is %d bytes, over the %d the aggregator takes (fewer custom signals?)", size, MaxReportBytes)
+	case utf8.RuneCountInString(level) > MaxLevelName:
+		why = fmt.Sprintf("the level %.40q... is over %d characters", level, MaxLevelName)
+	default:
+		return
+	}
+	now := time.Now()
+	f.mu.Lock()
+	again := now.Sub(f.oversizedAt) < time.Minute
+	if !again {
+		f.oversizedAt = now
+	}
+	f.mu.Unlock()
+	if !again {
+		f.log.Warn("fleet: "+why+": the aggregator leaves this instance out of the fleet's sums", "instance", f.o.Instance)
+	}
 }
 
 // putState is what the conflict judgement remembers between puts.

@@ -18,6 +18,19 @@ const MaxCount = 1e12
 // characters: the same limit as a local override's.
 const MaxReasonLength = 500
 
+// MaxReportBytes is the largest instance report the aggregator takes: a
+// report is about 0.5 KiB, and even a table with a hundred custom signals
+// stays far below. A larger one is left out of the sums (and of the
+// fleet view), as its signals could make GET /v1/fleet answer megabytes
+// per instance.
+const MaxReportBytes = 64 << 10
+
+// MaxLevelName is the longest level name a report may carry: the
+// aggregate counts instances by level name in one etcd value, and two
+// reports naming 1.4 MB levels took it past etcd's request limit, so that
+// every aggregate write failed and the aggregator's session with it.
+const MaxLevelName = 256
+
 // maxActorLength bounds an override's actor (names are at most 32
 // characters; the reserved ones are shorter).
 const maxActorLength = 64
@@ -30,6 +43,8 @@ func checkReport(value []byte, lease int64, now time.Time, ttl time.Duration) (R
 	switch {
 	case lease == 0:
 		return r, errors.New("the key has no lease (written by hand?), so it would outlive its instance")
+	case len(value) > MaxReportBytes:
+		return r, fmt.Errorf("the report is over %d bytes, more than an instance writes", MaxReportBytes)
 	case json.Unmarshal(value, &r) != nil:
 		return r, errors.New("the value is not a JSON report")
 	}
@@ -39,6 +54,8 @@ func checkReport(value []byte, lease int64, now time.Time, ttl time.Duration) (R
 	switch {
 	case r.Level == "":
 		return r, errors.New("the report names no level")
+	case utf8.RuneCountInString(r.Level) > MaxLevelName:
+		return r, fmt.Errorf("the report's level is %d characters, over %d", utf8.RuneCountInString(r.Level), MaxLevelName)
 	case r.At.IsZero():
 		return r, errors.New("the report has no at")
 	case now.Sub(r.At) > ttl:

@@ -28,6 +28,9 @@ func TestCheckReport(t *testing.T) {
 		{"failures above attempts", report("10", "1000"), 7, "failures above attempts"},
 		{"no level", `{"window_attempts":1,"window_failures":0,"at":"` + at + `"}`, 7, "names no level"},
 		{"no at", `{"level":"Normal","window_attempts":1,"window_failures":0}`, 7, "has no at"},
+		{"over 64 KiB", `{"level":"Normal","window_attempts":1,"window_failures":0,"signals":{"custom":{"q":"` + strings.Repeat("x", MaxReportBytes) + `"}},"at":"` + at + `"}`, 7, "the report is over 65536 bytes"},
+		{"a level name over 256 characters", `{"level":"` + strings.Repeat("é", 257) + `","window_attempts":1,"window_failures":0,"at":"` + at + `"}`, 7, "level is 257 characters, over 256"},
+		{"a level name of 256 characters", `{"level":"` + strings.Repeat("é", 256) + `","window_attempts":1,"window_failures":0,"at":"` + at + `"}`, 7, ""},
 		{"older than the ttl", `{"level":"Normal","at":"` + now.Add(-11*time.Second).Format(time.RFC3339) + `"}`, 7, "older than fleet.instance_ttl"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,7 +144,7 @@ func FuzzEtcdValues(f *testing.F) {
 			}
 		}
 		if r, err := checkReport(value, lease, now, 10*time.Second); err == nil {
-			if lease == 0 || r.Level == "" || r.At.IsZero() || now.Sub(r.At) > 10*time.Second || r.WindowAttempts < 0 || r.WindowAttempts > MaxCount ||
+			if lease == 0 || len(value) > MaxReportBytes || r.Level == "" || utf8.RuneCountInString(r.Level) > MaxLevelName || r.At.IsZero() || now.Sub(r.At) > 10*time.Second || r.WindowAttempts < 0 || r.WindowAttempts > MaxCount ||
 				r.WindowFailures < 0 || r.WindowFailures > r.WindowAttempts {
 				t.Fatalf("accepted the report %+v (lease %d) from %q", r, lease, value)
 			}

@@ -65,7 +65,16 @@ func TestLyingReportsAreLeftOutOfTheFleetSums(t *testing.T) {
 		t.Fatalf("POST /v1/outcomes: %d %s", code, body)
 	}
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	// Two reports naming 1.4 MB levels: summed, their aggregate was over
+	// etcd's request limit, every write of it failed, and with it the
+	// aggregator's session, a tick at a time.
+	huge := func(c string) string {
+		return `{"level":"` + strings.Repeat(c, 1400000) + `","window_attempts":10,"window_failures":10,"at":"AT","instance_id":"` + c + `"}`
+	}
 	liar(t, etcd, map[string]string{
+		"huge-l":    huge("L"),
+		"huge-m":    huge("M"),
+		"long-name": `{"level":"` + strings.Repeat("N", 257) + `","window_attempts":10,"window_failures":10,"at":"AT","instance_id":"x6"}`,
 		"negative":  `{"level":"Normal","window_attempts":1000,"window_failures":-333130,"at":"AT","instance_id":"x1"}`,
 		"overflow":  `{"level":"Normal","window_attempts":9223372036854775807,"window_failures":0,"at":"AT","instance_id":"x2"}`,
 		"inverted":  `{"level":"Emergency","window_attempts":10,"window_failures":1043,"at":"AT","instance_id":"x3"}`,
@@ -79,8 +88,8 @@ func TestLyingReportsAreLeftOutOfTheFleetSums(t *testing.T) {
 			v := fleetView(t, r.Rig)
 			return v.WindowAttempts == 1000 && v.WindowFailures == 100 && v.Levels["Emergency"] == 0 && v.Levels["Normal"]+v.Levels["Moderate"] == 2
 		})
-		if v := fleetView(t, r.Rig); len(v.Instances) != 2 || v.InstancesTotal != 8 {
-			t.Errorf("daemon %d lists %+v of %d, want a and b of the 8 keys", i, v.Instances, v.InstancesTotal)
+		if v := fleetView(t, r.Rig); len(v.Instances) != 2 || v.InstancesTotal != 11 {
+			t.Errorf("daemon %d lists %+v of %d, want a and b of the 11 keys", i, v.Instances, v.InstancesTotal)
 		}
 	}
 	first := fleetView(t, a.Rig).Aggregator.At
@@ -88,12 +97,16 @@ func TestLyingReportsAreLeftOutOfTheFleetSums(t *testing.T) {
 		return fleetView(t, a.Rig).Aggregator.At.Sub(first) >= 5*testTick
 	})
 	logs := a.log.String() + b.log.String()
-	for _, key := range []string{"negative", "overflow", "inverted", "garbage", "handmade", "long-dead"} {
+	if strings.Contains(logs, "etcd unreachable") || strings.Contains(logs, "lost the etcd member") {
+		t.Errorf("a session was lost to the lies:\n%s", logs)
+	}
+	for _, key := range []string{"negative", "overflow", "inverted", "garbage", "handmade", "long-dead", "huge-l", "huge-m", "long-name"} {
 		if n := strings.Count(logs, "key=/degraded/shop/instances/"+key+" "); n != 1 {
 			t.Errorf("%s was logged %d times, want once:\n%s", key, n, logs)
 		}
 	}
-	for _, want := range []string{"negative count", "count above 1e12", "failures above attempts", "not a JSON report", "has no lease", "older than fleet.instance_ttl"} {
+	for _, want := range []string{"negative count", "count above 1e12", "failures above attempts", "not a JSON report", "has no lease", "older than fleet.instance_ttl",
+		"the report is over 65536 bytes", "level is 257 characters, over 256"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log does not say %q:\n%s", want, logs)
 		}
@@ -260,5 +273,27 @@ func TestAHandWrittenAggregateCannotMoveTheFleet(t *testing.T) {
 		if n := r.log.count("is lower than term"); n != 0 {
 			t.Errorf("daemon %d refused the elected aggregator's writes as lower %d times:\n%s", i, n, r.log)
 		}
+	}
+}
+
+// TestAReportTooLargeIsNamedByItsWriter: an instance whose report the
+// aggregator leaves out (its level's name over 256 characters here) says
+// so in its own log, once a minute, not only in the aggregator's; the
+// other instance's report is still summed.
+func TestAReportTooLargeIsNamedByItsWriter(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	a, alog := logged(t, etcd.endpoint(), "a")
+	b, _ := logged(t, etcd.endpoint(), "b")
+	reporting(t, a, fleet.Report{Level: strings.Repeat("N", 257), Source: "auto", WindowAttempts: 10})
+	reporting(t, b, fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: 20})
+	eventually(t, 5*time.Second, "an aggregate of b alone", func() bool {
+		ag := a.Aggregate(time.Now())
+		return ag != nil && ag.Instances == 1 && ag.Attempts == 20
+	})
+	start := a.Aggregate(time.Now()).At
+	eventually(t, 5*time.Second, "five rounds more", func() bool { return a.Aggregate(time.Now()).At.Sub(start) >= 5*testTick })
+	if n := alog.count("the level", "is over 256 characters: the aggregator leaves this instance out of the fleet's sums"); n != 1 {
+		t.Errorf("a logged its oversized report %d times, want once:\n%s", n, alog)
 	}
 }

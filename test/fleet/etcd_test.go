@@ -26,7 +26,10 @@ type etcdServer struct {
 	client url.URL
 	peer   url.URL
 	tls    *transport.TLSInfo // client TLS, when set: https on the client URL
-	e      *embed.Etcd
+	// maxRequestBytes, when set, is the member's request limit (etcd's
+	// --max-request-bytes, 1.5 MiB by default).
+	maxRequestBytes uint
+	e               *embed.Etcd
 }
 
 func freePort(t *testing.T) string {
@@ -62,6 +65,9 @@ func (s *etcdServer) start() {
 	cfg.Name = "test"
 	cfg.Dir = filepath.Join(s.dir, "data")
 	cfg.LogLevel = "fatal" // a stopped member logs its closed listeners at error
+	if s.maxRequestBytes > 0 {
+		cfg.MaxRequestBytes = s.maxRequestBytes
+	}
 	if s.tls != nil {
 		s.client.Scheme = "https"
 		cfg.ClientTLSInfo = *s.tls

@@ -57,7 +57,13 @@ func keptLease(t *testing.T, raw *clientv3.Client) clientv3.LeaseID {
 // each is logged once per key, however many ticks it stays.
 func TestLyingReportsAreLeftOutOfTheFleetSums(t *testing.T) {
 	t.Parallel()
-	etcd := startEtcd(t)
+	// A request limit of 128 KiB (1.5 MiB by default), so that the two
+	// reports naming long levels below outgrow it at 100 KB each, not 1.4
+	// MB: written every tick, those loaded the machine enough to fail the
+	// timed tests beside this one.
+	etcd := newEtcd(t)
+	etcd.maxRequestBytes = 128 << 10
+	etcd.start()
 	a := fleetRig(t, fleetYAML(t, etcd.endpoint(), "a", "", ""))
 	b := fleetRig(t, fleetYAML(t, etcd.endpoint(), "b", "", ""))
 	eventually(t, 10*time.Second, "a fleet view of a and b", func() bool { return fleetView(t, a.Rig).Levels["Normal"] == 2 })
@@ -65,11 +71,12 @@ func TestLyingReportsAreLeftOutOfTheFleetSums(t *testing.T) {
 		t.Fatalf("POST /v1/outcomes: %d %s", code, body)
 	}
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	// Two reports naming 1.4 MB levels: summed, their aggregate was over
+	// Two reports naming 100 KB levels: summed, their aggregate was over
 	// etcd's request limit, every write of it failed, and with it the
-	// aggregator's session, a tick at a time.
+	// aggregator's session, a tick at a time (found with 1.4 MB levels
+	// against Debian's etcd and its default limit).
 	huge := func(c string) string {
-		return `{"level":"` + strings.Repeat(c, 1400000) + `","window_attempts":10,"window_failures":10,"at":"AT","instance_id":"` + c + `"}`
+		return `{"level":"` + strings.Repeat(c, 100000) + `","window_attempts":10,"window_failures":10,"at":"AT","instance_id":"` + c + `"}`
 	}
 	liar(t, etcd, map[string]string{
 		"huge-l":    huge("L"),

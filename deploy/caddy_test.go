@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/degraded/degraded/internal/loopback"
 )
 
 // caddyPath finds Debian's caddy.
@@ -24,17 +26,6 @@ func caddyPath(t *testing.T) string {
 	}
 	t.Skip("the Caddy test needs caddy (Debian: apt-get install caddy; .ci/run installs it)")
 	return ""
-}
-
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // startCaddy runs caddy/Caddyfile, unchanged but for its four addresses,
@@ -49,7 +40,7 @@ func startCaddy(t *testing.T, daemonAddr, appAddr string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen, failOpen := freeAddr(t), freeAddr(t)
+	listen, failOpen := loopback.Addr(t), loopback.Addr(t)
 	conf := string(example)
 	for _, r := range []struct {
 		old, new string

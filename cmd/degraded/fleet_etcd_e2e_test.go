@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/degraded/degraded/fleet/fleettest"
+	"github.com/degraded/degraded/internal/loopback"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -27,16 +27,6 @@ func etcdBinary(t *testing.T) string {
 	}
 	t.Skip("the fleet end-to-end tests need etcd (Debian: apt-get install etcd-server; .ci/run installs it)")
 	return ""
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // etcdMember is one etcd process of a cluster, on fixed loopback ports and
@@ -81,7 +71,7 @@ func startEtcdCluster(t *testing.T, o etcdOpts) *etcdCluster {
 		c.certs = &f
 	}
 	for i := range o.members {
-		c.members = append(c.members, &etcdMember{name: fmt.Sprintf("m%d", i), dir: t.TempDir(), client: freeAddr(t), peer: freeAddr(t)})
+		c.members = append(c.members, &etcdMember{name: fmt.Sprintf("m%d", i), dir: t.TempDir(), client: loopback.Addr(t), peer: loopback.Addr(t)})
 	}
 	var wg sync.WaitGroup
 	for i := range c.members {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/degraded/degraded/internal/loopback"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -32,16 +33,6 @@ type etcdServer struct {
 	e               *embed.Etcd
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func startEtcd(t *testing.T) *etcdServer {
 	t.Helper()
 	s := newEtcd(t)
@@ -53,8 +44,8 @@ func startEtcd(t *testing.T) *etcdServer {
 func newEtcd(t *testing.T) *etcdServer {
 	t.Helper()
 	s := &etcdServer{t: t, dir: t.TempDir(),
-		client: url.URL{Scheme: "http", Host: freePort(t)},
-		peer:   url.URL{Scheme: "http", Host: freePort(t)}}
+		client: url.URL{Scheme: "http", Host: loopback.Addr(t)},
+		peer:   url.URL{Scheme: "http", Host: loopback.Addr(t)}}
 	t.Cleanup(s.stop)
 	return s
 }
@@ -222,7 +213,7 @@ type proxy struct {
 
 func newProxy(t *testing.T, target string) *proxy {
 	t.Helper()
-	p := &proxy{target: target, addr: freePort(t), conns: map[net.Conn]bool{}, frozen: make(chan struct{})}
+	p := &proxy{target: target, addr: loopback.Addr(t), conns: map[net.Conn]bool{}, frozen: make(chan struct{})}
 	close(p.frozen)
 	p.restore(t)
 	t.Cleanup(func() { p.thaw(); p.cut(); p.wg.Wait() })

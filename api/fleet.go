@@ -22,6 +22,11 @@ var ErrFleetAuth = errors.New("etcd refused the credentials")
 // handshake with etcd failed: the 503 says so.
 var ErrFleetTLS = errors.New("TLS handshake with etcd failed")
 
+// ErrFleetTooLarge is wrapped, beside ErrFleetUnavailable, when etcd's
+// answer was over the fleet's size limit (keys written by hand under its
+// prefix): the 503 says so.
+var ErrFleetTooLarge = errors.New("etcd's answer is over the size limit")
+
 // FleetService is fleet mode as the API uses it; internal/daemon
 // implements it over the fleet package and the controller.
 type FleetService interface {
@@ -158,6 +163,8 @@ func fleetDown(err error, what string) (sentence string, ok bool) {
 		return "etcd refused this daemon's credentials (fleet.etcd.username, fleet.etcd.password_file): " + what, true
 	case errors.Is(err, ErrFleetTLS):
 		return "the TLS handshake with etcd failed (fleet.etcd.tls): " + what, true
+	case errors.Is(err, ErrFleetTooLarge):
+		return "etcd's answer was over the size limit (keys written by hand under the fleet's prefix?): " + what, true
 	case errors.Is(err, ErrFleetUnavailable):
 		return "etcd cannot be reached: " + what, true
 	}

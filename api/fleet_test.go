@@ -21,7 +21,7 @@ type fakeFleet struct {
 	mu    sync.Mutex
 	rev   int64
 	down  bool
-	why   error // wrapped with ErrFleetUnavailable when down: ErrFleetAuth, ErrFleetTLS
+	why   error // wrapped with ErrFleetUnavailable when down: ErrFleetAuth, ErrFleetTLS, ErrFleetTooLarge
 	log   []FleetAuditEntry
 	limit int // the last Document's
 }
@@ -131,6 +131,7 @@ func TestFleetOverrideRoutes(t *testing.T) {
 	}{
 		{ErrFleetAuth, `"etcd refused this daemon's credentials (fleet.etcd.username, fleet.etcd.password_file): the fleet override was not changed"`},
 		{ErrFleetTLS, `"the TLS handshake with etcd failed (fleet.etcd.tls): the fleet override was not changed"`},
+		{ErrFleetTooLarge, `"etcd's answer was over the size limit (keys written by hand under the fleet's prefix?): the fleet override was not changed"`},
 	} {
 		f.why = c.why
 		w = r.do("PUT", "/v1/fleet/override", body, auth...)

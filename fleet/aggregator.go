@@ -42,7 +42,7 @@ func (f *Fleet) aggregate(ctx context.Context, sess *concurrency.Session, key st
 	cli := sess.Client()
 	f.aggregating.Store(term)
 	f.log.Info("fleet: this instance aggregates the fleet's reports", "term", term)
-	if _, err := f.collect(ctx, cli); err != nil { // the round it learns from
+	if _, err := f.collect(ctx, cli); f.skipped(err) != nil { // the round it learns from
 		return err
 	}
 	t := time.NewTicker(f.o.Tick)
@@ -55,7 +55,10 @@ func (f *Fleet) aggregate(ctx context.Context, sess *concurrency.Session, key st
 		}
 		a, err := f.collect(ctx, cli)
 		if err != nil {
-			return err
+			if f.skipped(err) != nil {
+				return err
+			}
+			continue
 		}
 		a.Leader, a.Term, a.At = f.o.Instance, term, time.Now().UTC()
 		b, err := json.Marshal(a)
@@ -67,7 +70,10 @@ func (f *Fleet) aggregate(ctx context.Context, sess *concurrency.Session, key st
 			Then(clientv3.OpPut(f.keys.aggregate(), string(b), clientv3.WithLease(sess.Lease()))).Commit()
 		cancel()
 		if err != nil {
-			return classify(ctx, "write the aggregate", err)
+			if err := f.skipped(classify(ctx, "write the aggregate", err)); err != nil {
+				return err
+			}
+			continue
 		}
 		f.ok()
 		if err := f.checkHeader(resp.Header); err != nil {
@@ -76,6 +82,40 @@ func (f *Fleet) aggregate(ctx context.Context, sess *concurrency.Session, key st
 		if !resp.Succeeded {
 			return errNotLeader
 		}
+	}
+}
+
+// skipped returns err unless it is ErrTooLarge: the reports under the
+// prefix outgrew Options.MaxRecvBytes, or the aggregate etcd's request
+// limit. That is the keys' fault, not the member's, so the session goes
+// on and the round is skipped: the aggregate goes stale, and the fleet
+// falls back to local error rates until the keys are removed. It is
+// logged at ERROR, once a minute while it lasts.
+func (f *Fleet) skipped(err error) error {
+	if err == nil || !errors.Is(err, ErrTooLarge) {
+		return err
+	}
+	f.logTooLarge("the aggregate is not published", "the fleet's error rate falls back to each instance's own until they are removed", err)
+	return nil
+}
+
+// logTooLarge logs at ERROR, once a minute for each what, that what could
+// not be done because etcd's answer or a request was over the size limit
+// (ErrTooLarge), and then what follows from it.
+func (f *Fleet) logTooLarge(what, then string, err error) {
+	now := time.Now()
+	f.mu.Lock()
+	again := now.Sub(f.tooLargeAt[what]) < time.Minute
+	if !again {
+		if f.tooLargeAt == nil {
+			f.tooLargeAt = map[string]time.Time{}
+		}
+		f.tooLargeAt[what] = now
+	}
+	f.mu.Unlock()
+	if !again {
+		f.log.Error("fleet: "+what+": etcd's answer or the request is over the size limit (keys written by hand under the fleet's prefix?); "+then,
+			"prefix", f.keys.root, "max_recv_bytes", f.o.MaxRecvBytes, "err", err)
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 )
 
 // ErrUnavailable is wrapped by the error of an etcd operation that failed
@@ -31,6 +33,12 @@ var ErrAuth = errors.New("etcd refused the credentials")
 // etcd failed (an unknown CA, a rejected or unreadable client
 // certificate, https:// to a plaintext member).
 var ErrTLS = errors.New("TLS handshake with etcd failed")
+
+// ErrTooLarge is wrapped, beside ErrUnavailable, when etcd's answer was
+// over Options.MaxRecvBytes or a request over etcd's own limit: the keys
+// under the fleet's prefix hold more than instances write (written by
+// hand?), not a failing member, so no session ends for it.
+var ErrTooLarge = errors.New("etcd's answer or the request is over the size limit")
 
 // Backoff bounds of reconnection: after every member failed in a row,
 // each wait is uniform in [0, d) (full jitter), d doubling from
@@ -85,6 +93,7 @@ func (f *Fleet) newClient(endpoint string) (*clientv3.Client, error) {
 		Password:             f.o.Password,
 		TLS:                  tlsCfg,
 		Logger:               f.zap,
+		MaxCallRecvMsgSize:   f.o.MaxRecvBytes,
 		DialOptions:          dial,
 	})
 	if err != nil {
@@ -216,6 +225,9 @@ func errorKind(err error) error {
 	if errors.Is(err, ErrTLS) {
 		return ErrTLS
 	}
+	if errors.Is(err, ErrTooLarge) || status.Code(err) == codes.ResourceExhausted || errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		return ErrTooLarge
+	}
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "authentication failed"), strings.Contains(msg, "permission denied"):
@@ -231,7 +243,8 @@ func errorKind(err error) error {
 // on another member: not when etcd answered that the request itself is
 // wrong or not allowed.
 func retryable(err error) bool {
-	return !errors.Is(errorKind(err), ErrAuth)
+	kind := errorKind(err)
+	return !errors.Is(kind, ErrAuth) && !errors.Is(kind, ErrTooLarge)
 }
 
 // ok notes that etcd answered.

@@ -53,7 +53,18 @@ type Options struct {
 	// Logger receives connection changes, conflicts, refused values and
 	// the etcd client's own warnings; default slog.Default().
 	Logger *slog.Logger
+	// MaxRecvBytes bounds one answer from etcd; default 64 MiB, the
+	// reports of some 100,000 instances. The aggregator reads every
+	// report each tick, so without a bound the keys under the fleet's
+	// prefix set its memory: 400 keys of 1 MB written by hand took it
+	// past 3.6 GB in 10 s, and each instance elected after it would read
+	// the same. An answer over it is refused (gRPC's ResourceExhausted)
+	// and named in the log.
+	MaxRecvBytes int
 }
+
+// DefaultMaxRecvBytes is Options.MaxRecvBytes's default.
+const DefaultMaxRecvBytes = 64 << 20
 
 // Fleet is one instance's membership in a fleet. Build it with [New] and
 // run it with [Fleet.Run]; its methods are safe for concurrent use.
@@ -95,8 +106,10 @@ type Fleet struct {
 	watched    int64 // the override watch has delivered everything up to here
 	report     *Report
 	// oversizedAt is when a report too large for the aggregator was last
-	// logged (noteOversized).
+	// logged (noteOversized); tooLargeAt when each thing undone for the
+	// size of etcd's answer was (logTooLarge).
 	oversizedAt time.Time
+	tooLargeAt  map[string]time.Time
 	lease       clientv3.LeaseID
 	puts        putState
 	view        View              // the last fleet view read
@@ -141,6 +154,9 @@ func New(o Options) (*Fleet, error) {
 	o.InstanceTTL = (o.InstanceTTL + time.Second - 1).Truncate(time.Second)
 	if o.Tick <= 0 {
 		o.Tick = time.Second
+	}
+	if o.MaxRecvBytes <= 0 {
+		o.MaxRecvBytes = DefaultMaxRecvBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -74,6 +75,14 @@ func (f *Fleet) Document(ctx context.Context, limit int) View {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrTooLarge) {
+		// Connected, but the reports asked for are over the size limit:
+		// the last view read, saying so in the log, not a lost etcd.
+		f.logTooLarge("the fleet view is not read", "GET /v1/fleet shows the last view read; a lower ?limit may fit", err)
+		v := f.lastView()
+		v.Connected = f.Connected()
+		return v
+	}
 	if err != nil {
 		return f.lastView()
 	}

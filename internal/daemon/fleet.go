@@ -168,6 +168,8 @@ func unavailable(err error) error {
 		return fmt.Errorf("%w: %w: %w", api.ErrFleetUnavailable, api.ErrFleetAuth, err)
 	case errors.Is(err, fleet.ErrTLS):
 		return fmt.Errorf("%w: %w: %w", api.ErrFleetUnavailable, api.ErrFleetTLS, err)
+	case errors.Is(err, fleet.ErrTooLarge):
+		return fmt.Errorf("%w: %w: %w", api.ErrFleetUnavailable, api.ErrFleetTooLarge, err)
 	case errors.Is(err, fleet.ErrUnavailable):
 		return fmt.Errorf("%w: %w", api.ErrFleetUnavailable, err)
 	}

@@ -2,11 +2,15 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/degraded/degraded/api"
+	"github.com/degraded/degraded/fleet"
 	"github.com/degraded/degraded/fleet/fleettest"
 )
 
@@ -88,5 +92,26 @@ func TestTLSSettingsWithPlaintextEndpointsWarn(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "endpoint=https://127.0.0.1:2") {
 		t.Errorf("a warning about the https:// endpoint:\n%s", log.String())
+	}
+}
+
+// TestUnavailableNamesWhyEtcdFailed: each kind of etcd failure the fleet
+// names reaches the API as its own 503 sentence, and only those.
+func TestUnavailableNamesWhyEtcdFailed(t *testing.T) {
+	for _, c := range []struct {
+		kind, want error
+	}{
+		{fleet.ErrAuth, api.ErrFleetAuth},
+		{fleet.ErrTLS, api.ErrFleetTLS},
+		{fleet.ErrTooLarge, api.ErrFleetTooLarge},
+	} {
+		err := unavailable(fmt.Errorf("%w: %w: read the audit entries: x", fleet.ErrUnavailable, c.kind))
+		if !errors.Is(err, api.ErrFleetUnavailable) || !errors.Is(err, c.want) {
+			t.Errorf("%v: %v, want ErrFleetUnavailable and %v", c.kind, err, c.want)
+		}
+	}
+	if err := unavailable(fmt.Errorf("%w: x", fleet.ErrUnavailable)); !errors.Is(err, api.ErrFleetUnavailable) ||
+		errors.Is(err, api.ErrFleetAuth) || errors.Is(err, api.ErrFleetTLS) || errors.Is(err, api.ErrFleetTooLarge) {
+		t.Errorf("plain unavailable: %v, want ErrFleetUnavailable alone", err)
 	}
 }

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -303,4 +304,70 @@ func TestAReportTooLargeIsNamedByItsWriter(t *testing.T) {
 	if n := alog.count("the level", "is over 256 characters: the aggregator leaves this instance out of the fleet's sums"); n != 1 {
 		t.Errorf("a logged its oversized report %d times, want once:\n%s", n, alog)
 	}
+}
+
+// TestAnswersOverTheReceiveLimitSkipTheAggregate: keys written by hand
+// under instances/ that add up past Options.MaxRecvBytes (256 KiB here;
+// 64 MiB by default, where 400 keys of 1 MB took a real aggregator past
+// 3.6 GB in 10 s) are refused by the client: the aggregator skips its
+// rounds, says why once in an ERROR, and keeps its session (a member is
+// not at fault); the aggregate goes stale, so the fleet falls back to
+// local error rates; the audit history over the limit answers an error
+// naming the size, not a lost member. Once the keys are gone the
+// aggregate comes back.
+func TestAnswersOverTheReceiveLimitSkipTheAggregate(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	small := func(o *fleet.Options) { o.MaxRecvBytes = 256 << 10 }
+	a, alog := logged(t, etcd.endpoint(), "a", small)
+	b, blog := logged(t, etcd.endpoint(), "b", small)
+	reporting(t, a, fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: 10})
+	reporting(t, b, fleet.Report{Level: "Normal", Source: "auto", WindowAttempts: 20})
+	fresh := func(f *fleet.Fleet, n int) bool {
+		ag := f.Aggregate(time.Now())
+		return ag != nil && !ag.Stale && ag.Instances == n
+	}
+	eventually(t, 5*time.Second, "an aggregate of a and b", func() bool { return fresh(a, 2) && fresh(b, 2) })
+
+	raw := etcd.raw(t)
+	lease := keptLease(t, raw)
+	junk := strings.Repeat("x", 100<<10)
+	for i := range 4 {
+		if _, err := raw.Put(context.Background(), fmt.Sprintf("/degraded/shop/instances/junk%d", i), junk, clientv3.WithLease(lease)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Put(context.Background(), fmt.Sprintf("/degraded/shop/audit/%020d", 1000+i), junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the aggregate goes stale on both", func() bool { return !fresh(a, 2) && !fresh(b, 2) })
+	logs := alog.String() + blog.String()
+	if n := strings.Count(logs, "the aggregate is not published: etcd's answer or the request is over the size limit"); n != 1 {
+		t.Errorf("the skipped rounds were logged %d times, want once:\n%s", n, logs)
+	}
+	for _, lost := range []string{"lost the etcd member", "etcd unreachable"} {
+		if strings.Contains(logs, lost) {
+			t.Errorf("a session was lost to keys over the size limit (%q):\n%s", lost, logs)
+		}
+	}
+	if !a.Connected() || !b.Connected() {
+		t.Errorf("connected: a %v, b %v; want both", a.Connected(), b.Connected())
+	}
+	if _, err := a.History(context.Background(), 100); !errors.Is(err, fleet.ErrTooLarge) {
+		t.Errorf("History over the size limit: %v, want ErrTooLarge", err)
+	}
+	if v := a.Document(context.Background(), 100); !v.Connected {
+		t.Errorf("the fleet view over the size limit says disconnected: %+v", v)
+	}
+	if n := alog.count("the fleet view is not read: etcd's answer or the request is over the size limit"); n != 1 {
+		t.Errorf("the fleet view over the size limit was logged %d times, want once:\n%s", n, alog)
+	}
+	if v := a.Document(context.Background(), 1); !v.Connected || len(v.Instances) != 1 {
+		t.Errorf("the fleet view of one instance: %+v; want a, connected", v)
+	}
+
+	if _, err := raw.Delete(context.Background(), "/degraded/shop/instances/junk", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the aggregate comes back once the keys are gone", func() bool { return fresh(a, 2) && fresh(b, 2) })
 }

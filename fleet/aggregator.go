@@ -103,20 +103,10 @@ func (f *Fleet) skipped(err error) error {
 // not be done because etcd's answer or a request was over the size limit
 // (ErrTooLarge), and then what follows from it.
 func (f *Fleet) logTooLarge(what, then string, err error) {
-	now := time.Now()
-	f.mu.Lock()
-	again := now.Sub(f.tooLargeAt[what]) < time.Minute
-	if !again {
-		if f.tooLargeAt == nil {
-			f.tooLargeAt = map[string]time.Time{}
-		}
-		f.tooLargeAt[what] = now
-	}
-	f.mu.Unlock()
-	if !again {
+	f.every("too large: "+what, time.Minute, func() {
 		f.log.Error("fleet: "+what+": etcd's answer or the request is over the size limit (keys written by hand under the fleet's prefix?); "+then,
 			"prefix", f.keys.root, "max_recv_bytes", f.o.MaxRecvBytes, "err", err)
-	}
+	})
 }
 
 // collect reads every instance report and sums the valid ones. Each

@@ -94,30 +94,26 @@ type Fleet struct {
 	agg        *Aggregate       // the newest aggregate accepted
 	aggAt      time.Time        // when it was received, by the local clock
 	maxTerm    int64
-	aggLog     map[string]time.Time // aggregate refusals logged, by problem
-	proven     termCheck            // the last aggregate term and lease elected proved
-	disproven  termCheck            // the last it refused
-	maxRev     int64                // the highest revision seen
-	sessionRev int64                // the revision of the session's first read
-	auditRev   int64                // the audit counter's mod_revision, as a session last read it
-	ovrRev     int64                // the mod_revision of the last override value delivered
+	proven     termCheck // the last aggregate term and lease elected proved
+	disproven  termCheck // the last it refused
+	maxRev     int64     // the highest revision seen
+	sessionRev int64     // the revision of the session's first read
+	auditRev   int64     // the audit counter's mod_revision, as a session last read it
+	ovrRev     int64     // the mod_revision of the last override value delivered
 	clusterID  uint64
 	epoch      int
 	watched    int64 // the override watch has delivered everything up to here
 	report     *Report
-	// oversizedAt is when a report too large for the aggregator was last
-	// logged (noteOversized); tooLargeAt when each thing undone for the
-	// size of etcd's answer was (logTooLarge).
-	oversizedAt time.Time
-	tooLargeAt  map[string]time.Time
-	lease       clientv3.LeaseID
-	puts        putState
-	view        View              // the last fleet view read
-	bad         map[string]string // aggregator: keys left out, with the problem logged
-	logged      errorLog
-	conn        connNote      // the last failed connection attempt
-	audit       auditState    // what this Fleet last wrote of the audit
-	reportCh    chan struct{} // a new report is waiting; buffered 1
+	// loggedAt is when each problem logged through every was last logged.
+	loggedAt map[string]time.Time
+	lease    clientv3.LeaseID
+	puts     putState
+	view     View              // the last fleet view read
+	bad      map[string]string // aggregator: keys left out, with the problem logged
+	logged   errorLog
+	conn     connNote      // the last failed connection attempt
+	audit    auditState    // what this Fleet last wrote of the audit
+	reportCh chan struct{} // a new report is waiting; buffered 1
 }
 
 type keys struct{ root string }

@@ -112,16 +112,9 @@ func (f *Fleet) noteOversized(size int, level string) {
 	default:
 		return
 	}
-	now := time.Now()
-	f.mu.Lock()
-	again := now.Sub(f.oversizedAt) < time.Minute
-	if !again {
-		f.oversizedAt = now
-	}
-	f.mu.Unlock()
-	if !again {
+	f.every("report oversized", time.Minute, func() {
 		f.log.Warn("fleet: "+why+": the aggregator leaves this instance out of the fleet's sums", "instance", f.o.Instance)
-	}
+	})
 }
 
 // putState is what the conflict judgement remembers between puts.

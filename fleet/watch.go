@@ -287,8 +287,10 @@ func (f *Fleet) deleted(ctx context.Context, cli *clientv3.Client, rev int64) Ov
 // deposed aggregator's late write, or a stale member), or its lease holds
 // no election key created at its term (elected): an aggregate written by
 // hand under the aggregate key is never the fleet's error rate. A refusal
-// is logged at once, the same one again every 30s at most. The caller
-// does not hold f.mu.
+// is logged at once, the same one again every 30s at most. Only the
+// session's goroutine calls it (resume, then watchLoop), so nothing else
+// takes an aggregate while elected reads etcd. The caller does not hold
+// f.mu.
 func (f *Fleet) takeAggregate(ctx context.Context, cli *clientv3.Client, kv *mvccpb.KeyValue) {
 	a, err := checkAggregate(kv.Value, kv.Lease, kv.ModRevision)
 	if err == nil {
@@ -299,37 +301,37 @@ func (f *Fleet) takeAggregate(ctx context.Context, cli *clientv3.Client, kv *mvc
 	if err == nil {
 		err = f.elected(ctx, cli, a.Term, kv.Lease)
 	}
-	now := time.Now()
+	if err != nil {
+		f.every("aggregate refused: "+err.Error(), 30*time.Second, func() {
+			f.log.Warn("fleet: the aggregate in etcd is refused; the fleet error rate waits for the next one", "key", f.keys.aggregate(), "err", err)
+		})
+		return
+	}
 	f.mu.Lock()
-	if err == nil {
-		err = f.lower(a) // again: the lock was let go for the read
-	}
-	logIt := false
-	if err == nil {
-		f.agg, f.aggAt, f.maxTerm = &a, now, a.Term
-	} else {
-		logIt = f.refusedAggregate(err.Error(), now)
-	}
+	f.agg, f.aggAt, f.maxTerm = &a, time.Now(), a.Term
 	f.mu.Unlock()
-	if logIt {
-		f.log.Warn("fleet: the aggregate in etcd is refused; the fleet error rate waits for the next one", "key", f.keys.aggregate(), "err", err)
-	}
 }
 
-// refusedAggregate says whether an aggregate refused for msg is logged:
-// each problem at once, the same one again every 30s at most, however
-// the refusals interleave with each other and with valid aggregates.
-// Problems not seen for 30s are forgotten, so the memory is bounded by
-// the refusals of the last 30s. The caller holds f.mu.
-func (f *Fleet) refusedAggregate(msg string, now time.Time) bool {
-	if at, ok := f.aggLog[msg]; ok && now.Sub(at) < 30*time.Second {
-		return false
+// every calls log, the caller not holding f.mu, unless the message key
+// was logged less than d ago: each problem at once, the same one again
+// every d at most, however problems interleave. The memory is bounded:
+// past 64 keys it starts again (64 kinds of problem at once are logged
+// again, not lost).
+func (f *Fleet) every(key string, d time.Duration, log func()) {
+	now := time.Now()
+	f.mu.Lock()
+	at, seen := f.loggedAt[key]
+	due := !seen || now.Sub(at) >= d
+	if due {
+		if f.loggedAt == nil || len(f.loggedAt) >= 64 {
+			f.loggedAt = map[string]time.Time{}
+		}
+		f.loggedAt[key] = now
 	}
-	if f.aggLog == nil || len(f.aggLog) >= 64 {
-		f.aggLog = map[string]time.Time{} // 64 problems in 30s: start again
+	f.mu.Unlock()
+	if due {
+		log()
 	}
-	f.aggLog[msg] = now
-	return true
 }
 
 // lower refuses an aggregate of a lower term than one seen while that one

@@ -28,33 +28,41 @@ var errCompacted = errors.New("the watch's revision is compacted")
 // revision read (or, on a reconnect, from the last one seen: every change
 // missed is replayed), writes each report under the instance lease,
 // campaigns to be the aggregator, and after any failure moves to the next
-// member at once; once every member failed in a row it backs off (full
-// jitter, BackoffBase to BackoffCap). It returns ctx.Err() once
-// everything it started has ended, and revokes the instance lease on the
-// way out (a clean stop leaves the fleet view, and hands the aggregator's
-// role on, at once).
+// member that answers (see [Fleet.connect]); once every member failed it
+// backs off (full jitter, BackoffBase to BackoffCap). It returns
+// ctx.Err() once everything it started has ended, and revokes the
+// instance lease on the way out (a clean stop leaves the fleet view, and
+// hands the aggregator's role on, at once).
 func (f *Fleet) Run(ctx context.Context) error {
 	n := len(f.o.Endpoints)
 	idx, failed, rounds := f.first, 0, 0
 	for {
 		start := time.Now()
-		established, err := f.session(ctx, f.o.Endpoints[idx])
+		cli, at, err := f.connect(ctx, idx)
+		established := false
+		if err == nil {
+			idx = at
+			established, err = f.session(ctx, f.o.Endpoints[idx], cli)
+			f.noteFailure(f.o.Endpoints[idx], established, err)
+		}
 		if ctx.Err() != nil {
 			f.up.Store(false)
 			return ctx.Err()
 		}
-		f.noteFailure(f.o.Endpoints[idx], established, err)
 		again := errors.Is(err, errCompacted) || errors.Is(err, errRolledBack) // the member is fine: read it again
 		if !again {
 			idx = (idx + 1) % n
 		}
-		if established && (again || time.Since(start) >= probeEvery) {
+		switch {
+		case established && (again || time.Since(start) >= probeEvery):
 			failed, rounds = 0, 0
-			if n > 1 || again {
-				continue // another member, or the same one read afresh, at once
-			}
+			continue // the next member that answers, or the same one read afresh, at once
+		case cli != nil:
+			failed++ // a session that ended within a probe of its start
+		default:
+			failed = n // connect tried every member
 		}
-		if failed++; failed < n {
+		if failed < n {
 			continue
 		}
 		failed = 0
@@ -71,15 +79,114 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 }
 
-// session is one connection to one member: the lease, the read, the
-// watches, the reports and the election. It returns when any of them
-// fails or ctx ends, with whether it had been established.
-func (f *Fleet) session(ctx context.Context, endpoint string) (established bool, err error) {
-	defer func(start time.Time) { err = f.cause(err, start) }(time.Now())
+// stagger is how long connect waits for one member to answer before it
+// also dials the next (as Happy Eyeballs, RFC 8305, does for addresses):
+// a hung member then costs a new session one stagger, not an attempt
+// timeout, and while members answer each instance keeps to the one its
+// name hashes to, so that a fleet spreads over the cluster.
+const stagger = 250 * time.Millisecond
+
+// dialed is one member connect tried.
+type dialed struct {
+	idx int
+	cli *clientv3.Client
+	err error
+}
+
+// connect returns a client to a member that answered a linearizable read
+// (it is reachable, and has a leader and a quorum) within the attempt
+// timeout, with the member's index. It dials the members in turn from
+// idx, the next one as soon as the last failed or after stagger without
+// an answer, and keeps the first that answers; the others are closed.
+// (Tried one after another, two hung members cost two attempt timeouts, a
+// whole dial timeout, and a fleet PUT made meanwhile failed with 503.)
+// Each member that failed before one answered is noted and logged; when
+// every one failed, connect returns the last failure.
+func (f *Fleet) connect(ctx context.Context, idx int) (*clientv3.Client, int, error) {
+	n := len(f.o.Endpoints)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan dialed, n)
+	tried, pending := 0, 0
+	next := func() {
+		i := (idx + tried) % n
+		tried++
+		pending++
+		go func() {
+			cli, err := f.probe(rctx, f.o.Endpoints[i])
+			results <- dialed{i, cli, err}
+		}()
+	}
+	next()
+	t := time.NewTimer(stagger)
+	defer t.Stop()
+	var last error
+	for pending > 0 {
+		select {
+		case d := <-results:
+			pending--
+			if d.err == nil {
+				cancel()
+				go closeLosers(results, pending)
+				return d.cli, d.idx, nil
+			}
+			if ctx.Err() != nil {
+				continue
+			}
+			f.noteFailure(f.o.Endpoints[d.idx], false, d.err)
+			last = d.err
+			if tried < n {
+				next()
+				t.Reset(stagger)
+			}
+		case <-t.C:
+			if tried < n {
+				next()
+				t.Reset(stagger)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, 0, ctx.Err()
+	}
+	return nil, 0, last
+}
+
+// closeLosers closes the clients of the pending tries connect did not
+// keep, as they end (canceled).
+func closeLosers(results <-chan dialed, pending int) {
+	for range pending {
+		if d := <-results; d.cli != nil {
+			_ = d.cli.Close()
+		}
+	}
+}
+
+// probe dials endpoint and reads one key (linearizable, so through the
+// leader) within the attempt timeout, returning the client once it
+// answered.
+func (f *Fleet) probe(ctx context.Context, endpoint string) (*clientv3.Client, error) {
+	start := time.Now()
 	cli, err := f.newClient(endpoint)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
+	actx, cancel := context.WithTimeout(ctx, f.attempt)
+	defer cancel()
+	if _, err := cli.Get(actx, f.keys.auditSeq(), clientv3.WithCountOnly()); err != nil {
+		_ = cli.Close()
+		return nil, classify(ctx, "read from "+endpoint, f.cause(err, start))
+	}
+	f.ok()
+	return cli, nil
+}
+
+// session is one connection to endpoint, over cli: the lease, the
+// read, the watches, the reports and the election. It returns when any
+// of them fails or ctx ends, with whether it had been established, and
+// closes cli.
+func (f *Fleet) session(ctx context.Context, endpoint string, cli *clientv3.Client) (established bool, err error) {
+	defer func(start time.Time) { err = f.cause(err, start) }(time.Now())
 	sctx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
 	defer func() {

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -103,9 +104,11 @@ func TestReconnectBackoffIsCappedAt5s(t *testing.T) {
 
 // TestAHungMemberCostsNo503 (finding 6, with three members behind
 // proxies to one etcd): two of them hang (every connection kept open,
-// nothing forwarded, as SIGSTOP does); the daemons move to the third
-// without a single 503 and without showing connected false, and every
-// fleet PUT meanwhile reaches both.
+// nothing forwarded, as SIGSTOP does), the one the daemons use and the
+// one they would try next; the daemons move to the third without a
+// single 503 and without showing connected false, and every fleet PUT
+// meanwhile reaches both. (Trying the members one after another, each
+// hung one cost a daemon half the dial timeout, and the PUT failed.)
 func TestAHungMemberCostsNo503(t *testing.T) {
 	t.Parallel()
 	etcd := startEtcd(t)
@@ -117,17 +120,15 @@ func TestAHungMemberCostsNo503(t *testing.T) {
 	for i, r := range rs {
 		eventually(t, 10*time.Second, fmt.Sprintf("daemon %d connects", i), func() bool { return level(t, r.Rig).Fleet.Connected })
 	}
-	// Hang the members the daemons use, keeping one neither uses.
-	used := map[string]bool{}
-	for _, r := range rs {
-		used[connectedTo(r.log)] = true
+	// Hang the member the daemons use and the next one, which a daemon
+	// leaving it tries first: the worst order. ("a" and "b" hash to the
+	// same first member.)
+	at := slices.IndexFunc(ps, func(p *proxy) bool { return p.endpoint() == connectedTo(a.log) })
+	if at < 0 || connectedTo(b.log) != ps[at].endpoint() {
+		t.Fatalf("the daemons connected to %q and %q, want the same one of %s", connectedTo(a.log), connectedTo(b.log), eps)
 	}
-	for _, p := range ps {
-		if used[p.endpoint()] || len(used) < 2 {
-			p.freeze()
-			used[p.endpoint()] = true
-		}
-	}
+	ps[at].freeze()
+	ps[(at+1)%len(ps)].freeze()
 	stop := time.Now().Add(6 * time.Second)
 	var disconnected []string
 	for n := 0; time.Now().Before(stop); n++ {

@@ -80,11 +80,14 @@ func (f *Fleet) Run(ctx context.Context) error {
 }
 
 // stagger is how long connect waits for one member to answer before it
-// also dials the next (as Happy Eyeballs, RFC 8305, does for addresses):
-// a hung member then costs a new session one stagger, not an attempt
-// timeout, and while members answer each instance keeps to the one its
-// name hashes to, so that a fleet spreads over the cluster.
-const stagger = 250 * time.Millisecond
+// also dials the next (as Happy Eyeballs, RFC 8305, does for addresses,
+// there with 250ms): a hung member then costs a new session one stagger,
+// not an attempt timeout, and while members answer each instance keeps
+// to the one its name hashes to, so that a fleet spreads over the
+// cluster. A member answers a read in milliseconds; on a loaded machine
+// a new connection's first read took 500ms, and a longer stagger, paid
+// once per hung member, left a fleet PUT too little of its dial timeout.
+const stagger = 100 * time.Millisecond
 
 // dialed is one member connect tried.
 type dialed struct {
@@ -188,6 +191,13 @@ func (f *Fleet) probe(ctx context.Context, endpoint string) (*clientv3.Client, e
 func (f *Fleet) session(ctx context.Context, endpoint string, cli *clientv3.Client) (established bool, err error) {
 	defer func(start time.Time) { err = f.cause(err, start) }(time.Now())
 	sctx, cancel := context.WithCancelCause(ctx)
+	// An operation waiting for a member (a fleet PUT whose try hung) uses
+	// the client at once, while the session is set up: the member has
+	// answered connect's read, and the operation needs none of the
+	// session's state. (Held until the watches began, the retry of a PUT
+	// lost those round trips, 200ms on a loaded machine, of its dial
+	// timeout.)
+	f.beginSession(cli, cancel)
 	var wg sync.WaitGroup
 	defer func() {
 		f.endSession(cli)
@@ -215,7 +225,6 @@ func (f *Fleet) session(ctx context.Context, endpoint string, cli *clientv3.Clie
 	wctx := clientv3.WithRequireLeader(sctx)
 	owch := cli.Watch(wctx, f.keys.override(), clientv3.WithRev(from), clientv3.WithProgressNotify())
 	awch := cli.Watch(wctx, f.keys.aggregate(), clientv3.WithRev(snap.header.Revision+1))
-	f.beginSession(cli, cancel)
 	f.setUp(endpoint)
 	wg.Go(func() { cancel(f.writeLoop(sctx, cli, lease)) })
 	wg.Go(func() { cancel(f.campaign(sctx, sess)) })

@@ -276,17 +276,25 @@ func (f *Fleet) failover(gen uint64, err error) {
 // the view or the history) within DialTimeout: each try, on the
 // session's member, is bounded by the attempt timeout; a try that fails
 // or hangs moves the session to the next member and the operation tries
-// again there. Its error wraps ErrUnavailable (and ErrAuth or ErrTLS)
-// when etcd could not be used, naming the last cause.
+// again there. With one member there is none to move to, and a try may
+// take the whole dial timeout: a loaded etcd that answers a PUT in 1.2s
+// is slow, not hung, and a try cut at half the dial timeout only started
+// again on the same member, short of time. Its error wraps
+// ErrUnavailable (and ErrAuth or ErrTLS) when etcd could not be used,
+// naming the last cause.
 func (f *Fleet) do(ctx context.Context, what string, op func(ctx context.Context, cli *clientv3.Client) error) error {
 	octx, cancel := context.WithTimeout(ctx, f.o.DialTimeout)
 	defer cancel()
+	try := f.attempt
+	if len(f.o.Endpoints) == 1 {
+		try = f.o.DialTimeout
+	}
 	var last error
 	for {
 		cli, gen, changed := f.current()
 		if cli != nil {
 			start := time.Now()
-			actx, acancel := context.WithTimeout(octx, f.attempt)
+			actx, acancel := context.WithTimeout(octx, try)
 			err := f.cause(op(actx, cli), start)
 			acancel()
 			if err == nil {

@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -166,4 +167,30 @@ func connectedTo(log *logBuffer) string {
 		}
 	}
 	return ep
+}
+
+// TestASlowLoneMemberStillTakesAPut: one member, every request to it
+// arriving 600ms late (a loaded etcd, not a hung one): a fleet override,
+// a lease grant and a transaction, takes about 1.2s of its 2s dial
+// timeout, and is written. With no other member to move to, a try is not
+// cut at half the dial timeout: cut there, the PUT started again on the
+// same member with too little time left, and failed (CI, under load: "write
+// the fleet override: context deadline exceeded").
+func TestASlowLoneMemberStillTakesAPut(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	p := newProxy(t, etcd.client.Host)
+	a := member(t, p.endpoint(), "a")
+	connected(t, a)
+	p.slow(600 * time.Millisecond)
+	start := time.Now()
+	_, err := a.SetOverride(context.Background(), pin("Major", "INC-7", 15*time.Minute))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("PUT to a member 600ms slow: %v after %s, want it written within the 2s dial timeout", err, took.Round(time.Millisecond))
+	}
+	if took < time.Second {
+		t.Fatalf("the PUT took %s: the member was not slowed (two round trips of 600ms)", took.Round(time.Millisecond))
+	}
+	t.Logf("PUT through a member 600ms slow: %s", took.Round(time.Millisecond))
 }

@@ -208,6 +208,7 @@ type proxy struct {
 	frozen chan struct{} // closed while thawed; nil never
 	refuse bool          // close each connection at once, noting when
 	dials  []time.Time   // when refused connections came
+	lag    time.Duration // how late each chunk to etcd is delivered (slow)
 	wg     sync.WaitGroup
 }
 
@@ -254,7 +255,7 @@ func (p *proxy) restore(t *testing.T) {
 				p.mu.Lock()
 				p.conns[up] = true
 				p.mu.Unlock()
-				p.wg.Go(func() { p.copy(up, c) })
+				p.wg.Go(func() { p.copyLagged(up, c) })
 				p.copy(c, up)
 			})
 		}
@@ -285,6 +286,53 @@ func (p *proxy) copy(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// copyLagged is copy, each chunk delivered the proxy's lag after it was
+// read, in order: requests to a slow member, not a hung one, whose
+// answers come that much later however many are in flight.
+func (p *proxy) copyLagged(dst, src net.Conn) {
+	type chunk struct {
+		due time.Time
+		b   []byte
+	}
+	q := make(chan chunk, 1024)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer dst.Close()
+		for c := range q {
+			time.Sleep(time.Until(c.due))
+			p.gate()
+			if _, err := dst.Write(c.b); err != nil {
+				for range q { // until src ends
+				}
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			due := time.Now().Add(p.lag)
+			p.mu.Unlock()
+			q <- chunk{due, bytes.Clone(buf[:n])}
+		}
+		if err != nil {
+			close(q)
+			<-done
+			return
+		}
+	}
+}
+
+// slow delivers every chunk to etcd d late from now on.
+func (p *proxy) slow(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lag = d
 }
 
 // down makes etcd unreachable through the proxy: every connection is

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -149,8 +151,14 @@ func (o *Override) check() error {
 		return fmt.Errorf("ttl must be positive (was %s)", o.TTL)
 	case n == 0 || n > MaxReasonLength:
 		return fmt.Errorf("reason must be 1 to %d characters (was %d)", MaxReasonLength, n)
+	case strings.ContainsFunc(o.Reason, unicode.IsControl):
+		// As a local override's (levels): status, history and watch
+		// print it, and a value written into etcd by hand held ESC [2J.
+		return fmt.Errorf("reason must be one line of text (was %q)", truncate(o.Reason))
 	case utf8.RuneCountInString(o.Actor) > maxActorLength:
 		return fmt.Errorf("actor must be at most %d characters", maxActorLength)
+	case strings.ContainsFunc(o.Actor, unicode.IsControl):
+		return fmt.Errorf("actor must be one line of text (was %q)", truncate(o.Actor))
 	case o.SetAt.IsZero() || o.ExpiresAt.IsZero():
 		return errors.New("set_at and expires_at must both be set")
 	case o.ExpiresAt.Before(o.SetAt):

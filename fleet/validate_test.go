@@ -74,6 +74,9 @@ func TestCheckOverride(t *testing.T) {
 		{"no expires_at", `{"level":"Major","mode":"pin","ttl":"1m","reason":"x","set_at":"2026-11-30T08:00:00Z"}`, "set_at and expires_at"},
 		{"expires before it is set", `{"level":"Major","mode":"pin","ttl":"1m","reason":"x","set_at":"2026-11-30T08:00:00Z","expires_at":"2026-11-30T07:00:00Z"}`, "before set_at"},
 		{"a long actor", `{` + strings.Replace(valid, `"alice"`, `"`+strings.Repeat("a", 65)+`"`, 1) + `,"reason":"x"}`, "actor must be at most 64"},
+		{"a terminal escape in the reason", `{` + valid + `,"reason":"INC-1 \u001b[2J\u001b]0;owned\u0007"}`, `reason must be one line of text (was "INC-1 \x1b[2J\x1b]0;owned\a")`},
+		{"a newline in the reason", `{` + valid + `,"reason":"INC-1\nset by root"}`, "reason must be one line of text"},
+		{"a terminal escape in the actor", `{` + strings.Replace(valid, `"alice"`, `"mallory\u001b[1A"`, 1) + `,"reason":"x"}`, `actor must be one line of text (was "mallory\x1b[1A")`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := checkOverride([]byte(c.value))

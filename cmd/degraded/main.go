@@ -36,11 +36,13 @@ func configError(err error) error {
 	return usageError{err}
 }
 
-// exitCode prints err and maps it to the documented exit codes.
+// exitCode prints err and maps it to the documented exit codes. The
+// error may quote what the daemon answered: it is printed as safeText.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	stderr = safeText{stderr}
 	var ve *config.ValidationError
 	var ue usageError
 	switch {
@@ -69,11 +71,15 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		SilenceErrors: true,
 	}
 	root.SetArgs(args)
+	// serve writes its logs, whose handler escapes values itself; every
+	// other command writes what the daemon sent for a person to read.
+	serve := serveCmd(environ, stdout, stderr)
+	stdout, stderr = safeText{stdout}, safeText{stderr}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
-		serveCmd(environ, stdout, stderr),
+		serve,
 		validateCmd(environ, stdout),
 		replayCmd(environ, stdout, stderr),
 		versionCmd(stdout),

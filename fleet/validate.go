@@ -128,17 +128,34 @@ func levelsSum(levels map[string]int, n int) bool {
 
 // checkOverride decodes and checks a fleet override read from etcd, as
 // far as it can be checked without the level table (the controller
-// checks the level): a value that fails is refused whole.
+// checks the level): a value that fails is refused whole. A value that
+// decodes but fails a check is refused with a *RefusedOverride naming its
+// level and actor.
 func checkOverride(value []byte) (*Override, error) {
 	var o Override
 	if err := json.Unmarshal(value, &o); err != nil {
 		return nil, fmt.Errorf("not a JSON fleet override: %w", err)
 	}
 	if err := o.check(); err != nil {
-		return nil, err
+		return nil, &RefusedOverride{Level: truncate(o.Level), Actor: truncate(o.Actor), Err: err}
 	}
 	return &o, nil
 }
+
+// RefusedOverride is the error of a fleet override that decoded but failed
+// a check (OverrideUpdate.Refused): it names the level and the actor the
+// value gave, cut to 40 characters, so that the refusal says whose
+// override it was and what it asked for.
+type RefusedOverride struct {
+	Level, Actor string
+	Err          error
+}
+
+// Error is the failed check's sentence.
+func (e *RefusedOverride) Error() string { return e.Err.Error() }
+
+// Unwrap returns the failed check's error.
+func (e *RefusedOverride) Unwrap() error { return e.Err }
 
 // check is what a fleet override needs to be applied at all.
 func (o *Override) check() error {

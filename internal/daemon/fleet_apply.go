@@ -71,8 +71,12 @@ func (s *fleetService) apply(u fleet.OverrideUpdate, watched bool) error {
 // refuse records and reports a refused fleet override.
 func (s *fleetService) refuse(u fleet.OverrideUpdate, why error, now time.Time) {
 	r := api.FleetRefusal{Revision: u.Revision, Error: why.Error(), At: now.UTC()}
-	if o := u.Override; o != nil {
+	var ro *fleet.RefusedOverride
+	switch o := u.Override; {
+	case o != nil:
 		r.Level, r.Actor = o.Level, o.Actor
+	case errors.As(why, &ro):
+		r.Level, r.Actor = ro.Level, ro.Actor
 	}
 	s.refusedTotal.Add(1)
 	s.mu.Lock()

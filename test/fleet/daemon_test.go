@@ -158,6 +158,7 @@ type fleetDoc struct {
 	OverrideRefused *struct {
 		Revision int64  `json:"revision"`
 		Level    string `json:"level"`
+		Actor    string `json:"actor"`
 		Error    string `json:"error"`
 	} `json:"override_refused"`
 	Instances []struct {

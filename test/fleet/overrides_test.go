@@ -53,6 +53,9 @@ func TestFleetOverridesFromEtcdAreValidated(t *testing.T) {
 		r := fleetView(t, a.Rig).OverrideRefused
 		return r != nil && r.Revision == rev && strings.Contains(r.Error, "reason must be 1 to 500 characters (was 1048576)")
 	})
+	if r := fleetView(t, a.Rig).OverrideRefused; r.Level != "Major" || r.Actor != "mallory" {
+		t.Errorf("the refusal names level %q and actor %q, want the value's Major and mallory", r.Level, r.Actor)
+	}
 	if st := level(t, a.Rig); st.Source != "auto" || st.Fleet.Override != nil || st.size > 16<<10 {
 		t.Errorf("a publishes source %s, fleet override %+v, a document of %d bytes: want the override refused whole", st.Source, st.Fleet.Override, st.size)
 	}

@@ -29,6 +29,7 @@ type admissionBody struct {
 	ShedPartial int64            `json:"shed_partial"`
 	ShedBelow   int64            `json:"shed_below"`
 	Seconds     *float64         `json:"seconds"`
+	Arrival     *float64         `json:"arrival_seconds"`
 	Reporter    string           `json:"reporter"`
 	Offered     map[string]int64 `json:"offered"`
 }
@@ -47,6 +48,10 @@ func (b *admissionBody) admission() (*levels.Admission, string) {
 		// A span of 5e-324 s read counts as rates of +Inf, and the law's
 		// fraction as NaN, which no state document can carry.
 		return nil, fmt.Sprintf("admission.seconds must be in [%g, %d] (was %g)", minSeconds, maxSeconds, *b.Seconds)
+	case b.Arrival != nil && !(*b.Arrival >= minSeconds && *b.Arrival <= maxSeconds &&
+		*b.Arrival >= *b.Seconds/levels.MaxArrivalFactor && *b.Arrival <= *b.Seconds*levels.MaxArrivalFactor):
+		return nil, fmt.Sprintf("admission.arrival_seconds must be in [%g, %d] and within a factor %d of seconds (was %g, seconds %g)",
+			minSeconds, maxSeconds, levels.MaxArrivalFactor, *b.Arrival, *b.Seconds)
 	case b.Reporter != "" && !reporterID.MatchString(b.Reporter):
 		return nil, fmt.Sprintf("admission.reporter must match %s (was %q)", reporterID, b.Reporter)
 	case len(b.Offered) > maxOfferedKeys:
@@ -62,6 +67,9 @@ func (b *admissionBody) admission() (*levels.Admission, string) {
 	}
 	a := &levels.Admission{Sequence: *b.Sequence, Admitted: b.Admitted, ShedPartial: b.ShedPartial, ShedBelow: b.ShedBelow,
 		Seconds: *b.Seconds, Reporter: b.Reporter}
+	if b.Arrival != nil {
+		a.Arrival = *b.Arrival
+	}
 	if b.Offered != nil {
 		a.Offered = make(map[int]int64, len(b.Offered))
 	}

@@ -31,6 +31,10 @@ func TestOutcomesAdmissionBadInput(t *testing.T) {
 		{"offered by name", adm(`"sequence":1,"seconds":1,"offered":{"high":1}`), `admission.offered keys must be priorities 0..2147483647 in decimal (was "high")`},
 		{"offered with a sign", adm(`"sequence":1,"seconds":1,"offered":{"+5":1}`), `admission.offered keys must be priorities 0..2147483647 in decimal (was "+5")`},
 		{"offered count over 1e9", adm(`"sequence":1,"seconds":1,"offered":{"5":1000000001}`), `admission.offered["5"] must be an integer 0..1000000000 (was 1000000001)`},
+		{"arrival 9 times seconds", adm(`"sequence":1,"seconds":1,"arrival_seconds":9`), "admission.arrival_seconds must be in [0.001, 3600] and within a factor 8 of seconds (was 9, seconds 1)"},
+		{"arrival a ninth of seconds", adm(`"sequence":1,"seconds":0.9,"arrival_seconds":0.1`), "admission.arrival_seconds must be in [0.001, 3600] and within a factor 8 of seconds (was 0.1, seconds 0.9)"},
+		{"arrival zero", adm(`"sequence":1,"seconds":1,"arrival_seconds":0`), "admission.arrival_seconds must be in [0.001, 3600] and within a factor 8 of seconds (was 0, seconds 1)"},
+		{"arrival without seconds", adm(`"sequence":1,"arrival_seconds":0.5`), "admission.seconds is required"},
 		{"unknown field", adm(`"sequence":1,"seconds":1,"shed":3`), `unknown field "admission.shed"`},
 		{"field name case", adm(`"sequence":1,"Seconds":1`), `unknown field "admission.Seconds" (field names are case-sensitive: "admission.seconds")`},
 		{"duplicated key", adm(`"sequence":1,"seconds":1,"seconds":2`), `duplicate field "admission.seconds"`},
@@ -38,7 +42,7 @@ func TestOutcomesAdmissionBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { refusesOutcomes(t, tt.body, tt.want) })
 	}
 	r, win := latencyRig(t)
-	if w := r.do("POST", "/v1/outcomes", adm(`"sequence":1,"admitted":10,"seconds":1,"reporter":"9f3a","offered":{"60":10}`)); w.Code != http.StatusAccepted {
+	if w := r.do("POST", "/v1/outcomes", adm(`"sequence":1,"admitted":10,"seconds":1,"arrival_seconds":0.25,"reporter":"9f3a","offered":{"60":10}`)); w.Code != http.StatusAccepted {
 		t.Errorf("a valid admission object: %d %s, want 202", w.Code, w.Body)
 	}
 	if a, _ := win.Totals(time.Now()); a != 10 {

@@ -144,13 +144,16 @@ type Client struct {
 	// newSequence wakes the reporter to send them at once; pendingAdm are
 	// reports taken but not yet accepted (owned by the flusher); lastRate
 	// is the offered load per second of the last interval of surgeAfter or
-	// more (owned by the flusher).
-	reporter     string
-	partialKnown atomic.Bool
-	ended        []*tally
-	newSequence  chan struct{}
-	pendingAdm   []*admissionReport
-	lastRate     float64
+	// more (owned by the flusher); arrivalRefused is whether the daemon
+	// refused "admission.arrival_seconds", as one older than the field
+	// does (owned by the flusher).
+	reporter       string
+	partialKnown   atomic.Bool
+	ended          []*tally
+	newSequence    chan struct{}
+	pendingAdm     []*admissionReport
+	lastRate       float64
+	arrivalRefused bool
 }
 
 // New returns a client of the daemon at baseURL (e.g.

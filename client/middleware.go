@@ -149,19 +149,21 @@ type requestStart struct {
 	loggedAt atomic.Int64 // Unix nanoseconds of the last log line; 0: never
 }
 
-// queued returns how long before now the request's header says it arrived,
-// 0 without a header or when the header is ahead of now. An unusable
-// value is counted and logged, rate-limited, and gives 0.
-func (s *requestStart) queued(c *Client, r *http.Request, now time.Time) time.Duration {
+// queued returns how long before now the request's header says it
+// arrived, 0 without a header or when the header is ahead of now, and
+// the time it names in Unix nanoseconds, 0 when it names none that is
+// usable. An unusable value is counted and logged, rate-limited, and
+// gives 0, 0.
+func (s *requestStart) queued(c *Client, r *http.Request, now time.Time) (time.Duration, int64) {
 	vs := r.Header[s.header]
 	if len(vs) == 0 {
-		return 0
+		return 0, 0
 	}
 	at, ok := parseRequestStart(vs[0])
 	if ok {
 		d := now.Sub(at)
 		if d <= requestStartMaxAge {
-			return max(d, 0)
+			return max(d, 0), at.UnixNano()
 		}
 	}
 	s.bad.Add(1)
@@ -175,7 +177,7 @@ func (s *requestStart) queued(c *Client, r *http.Request, now time.Time) time.Du
 			slog.String("header", s.header), slog.String("value", v),
 			slog.Int64("unusable_since_last_log", s.bad.Swap(0)))
 	}
-	return 0
+	return 0, 0
 }
 
 // parseRequestStart reads a request start: an optional "t=", then a
@@ -252,7 +254,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case timed && m.start != nil:
 		now := time.Now() // one read: the wall clock for the header, the monotonic for the epoch
-		start = now.Sub(m.epoch) - m.start.queued(m.c, r, now)
+		waited, at := m.start.queued(m.c, r, now)
+		start = now.Sub(m.epoch) - waited
+		if at != 0 && t.v != nil {
+			t.v.tally.waited(now.UnixNano() - at) // how the queue before the middleware moves
+		}
 	case timed:
 		start = time.Since(m.epoch)
 	}

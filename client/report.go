@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -203,6 +205,11 @@ func (c *Client) flush(ctx context.Context, current bool) error {
 		}
 		err := c.call(ctx, http.MethodPost, "/v1/outcomes", body, nil)
 		var ae *APIError
+		if errors.As(err, &ae) && ae.StatusCode == http.StatusBadRequest && !c.arrivalRefused &&
+			strings.Contains(ae.Message, "arrival_seconds") {
+			c.refuseArrival(ae)
+			continue // the same report, without the field
+		}
 		if err != nil && !(errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500 &&
 			ae.StatusCode != http.StatusRequestTimeout && ae.StatusCode != http.StatusTooManyRequests) {
 			c.sent(err, time.Now())
@@ -250,6 +257,9 @@ func (c *Client) takeAdmission(now time.Time, current bool) {
 	}
 	for _, t := range ended {
 		if r := t.report(t.end, c.reporter); r != nil {
+			if c.arrivalRefused {
+				r.Arrival = 0
+			}
 			if len(c.pendingAdm) == maxEnded {
 				c.pendingAdm = c.pendingAdm[1:] // the daemon is unreachable: keep the latest evidence
 			}
@@ -257,6 +267,20 @@ func (c *Client) takeAdmission(now time.Time, current bool) {
 			c.noteRate(r)
 		}
 	}
+}
+
+// refuseArrival leaves "admission.arrival_seconds" out of every report
+// from now on, the pending ones too: the daemon refused it, as one older
+// than the field does (a rolling upgrade that reached the clients first).
+// Logged once; the law then reads the offered load over the interval, as
+// before the field.
+func (c *Client) refuseArrival(ae *APIError) {
+	c.arrivalRefused = true
+	for _, r := range c.pendingAdm {
+		r.Arrival = 0
+	}
+	c.log.Info("degraded does not take admission.arrival_seconds (an older daemon?); the reports leave it out",
+		slog.String("daemon", c.base.String()), slog.String("answer", ae.Message))
 }
 
 // noteRate keeps the offered load of an interval long enough to be read

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -107,6 +108,105 @@ func FuzzParseRequestStart(f *testing.F) {
 		}
 		if at.Before(lo) || at.After(hi) {
 			t.Fatalf("read %q as %v, outside 1973..2255", v, at)
+		}
+	})
+}
+
+// serveStamped sends n requests of priority 80 through h, one every
+// 10ms, the i-th stamped as a proxy in front saw it at stamp(i).
+func serveStamped(h http.Handler, n int, stamp func(i int) time.Time) {
+	for i := range n {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-Priority", "80")
+		r.Header.Set("X-Request-Start", fmt.Sprint(stamp(i).UnixNano()))
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// apart stamps the i-th request every apart from first on.
+func apart(first time.Time, every time.Duration) func(int) time.Time {
+	return func(i int) time.Time { return first.Add(time.Duration(i) * every) }
+}
+
+// TestReportGivesTheSpanTheRequestsArrivedOver: 100 requests reach the
+// middleware over a second, 10ms apart. Stamped by the proxy 1/300s
+// apart, they came over a third of a second (a queue before the handler
+// grew, as on a saturated core): the report gives "arrival_seconds"
+// 0.333, so that the daemon reads 300/s offered. Stamped 20ms apart, they
+// came over two seconds (a queue drained, a burst): 2.0. Stamped as they
+// reach it, the report leaves the span out, and so it does when one of
+// the first requests was stamped 30s early (a proxy that buffered an
+// upload): each end of the interval is read by the median of seven.
+func TestReportGivesTheSpanTheRequestsArrivedOver(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stamp func(now time.Time) func(int) time.Time
+		want  float64
+	}{
+		{"a queue grows", func(now time.Time) func(int) time.Time { return apart(now.Add(-50*time.Millisecond), time.Second/300) }, 1.0 / 3},
+		{"a queue drains", func(now time.Time) func(int) time.Time {
+			return apart(now.Add(-1100*time.Millisecond), 20*time.Millisecond)
+		}, 2},
+		{"no queue", func(now time.Time) func(int) time.Time {
+			return apart(now.Add(-50*time.Millisecond), 10*time.Millisecond)
+		}, 0},
+		{"one early stamp", func(now time.Time) func(int) time.Time {
+			even := apart(now.Add(-50*time.Millisecond), 10*time.Millisecond)
+			return func(i int) time.Time {
+				if i == 2 {
+					return now.Add(-30 * time.Second)
+				}
+				return even(i)
+			}
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d, c := followingMajor(t)
+				h := Middleware(c, PriorityFromHeader("X-Priority", 50), WithRequestStart("X-Request-Start"))(okHandler)
+				serveStamped(h, 100, tc.stamp(time.Now()))
+				synctest.Wait()
+				got := d.received()
+				if len(got) != 1 || got[0].Seconds != 1 || got[0].Offered["80"] != 100 {
+					t.Fatalf("admission objects %+v, want one of the second's 100 requests", got)
+				}
+				if math.Abs(got[0].Arrival-tc.want) > 1e-3 {
+					t.Errorf("arrival_seconds %v, want %.3f (0: left out)", got[0].Arrival, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestAnOlderDaemonRefusingTheArrivalSpanLosesNoReport: a daemon from
+// before "arrival_seconds" refuses it as an unknown field; the client
+// sends the same report again without it at once (its counts reach the
+// daemon), says so once, and leaves it out from then on.
+func TestAnOlderDaemonRefusingTheArrivalSpanLosesNoReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		d := newDaemon(t)
+		d.override("Major")
+		d.noArrival = true
+		d.start()
+		c := d.newClient(WithReportInterval(time.Second), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		running(t, c)
+		synctest.Wait()
+		h := Middleware(c, PriorityFromHeader("X-Priority", 50), WithRequestStart("X-Request-Start"))(okHandler)
+		for range 2 {
+			serveStamped(h, 100, apart(time.Now().Add(-50*time.Millisecond), time.Second/300))
+			synctest.Wait()
+		}
+		got := d.received()
+		if len(got) != 2 || got[0].Offered["80"] != 100 || got[1].Offered["80"] != 100 {
+			t.Fatalf("the older daemon got %+v, want both seconds' reports, 100 offered at 80 each", got)
+		}
+		if n := strings.Count(logs.String(), "does not take admission.arrival_seconds"); n != 1 {
+			t.Errorf("%d log lines on the refused field, want 1:\n%s", n, logs.String())
+		}
+		if strings.Contains(logs.String(), "level=ERROR") {
+			t.Errorf("a refused report was logged as dropped:\n%s", logs.String())
 		}
 	})
 }

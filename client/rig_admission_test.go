@@ -28,7 +28,7 @@ func (d *daemon) encode(st State) []byte {
 // validAdmission checks an "admission" object as the daemon's api does
 // (api/admission.go).
 func validAdmission(a *admissionReport) bool {
-	if !(a.Seconds > 0 && a.Seconds <= 3600) || len(a.Offered) > 64 || len(a.Reporter) < 1 || len(a.Reporter) > 32 {
+	if !(a.Seconds > 0 && a.Seconds <= 3600) || a.Arrival != 0 && !(a.Arrival >= 1e-3 && a.Arrival >= a.Seconds/8 && a.Arrival <= a.Seconds*8) || len(a.Offered) > 64 || len(a.Reporter) < 1 || len(a.Reporter) > 32 {
 		return false
 	}
 	for _, r := range a.Reporter {

@@ -98,6 +98,9 @@ type daemon struct {
 	// state document lacks the key "partial", and it refuses "admission"
 	// as an unknown field.
 	noPartial bool
+	// noArrival makes the daemon one from before "admission.arrival_seconds":
+	// it refuses the field as an unknown one.
+	noArrival bool
 	// unsampled makes the daemon one that has not run its first health
 	// check: its signals have sampled_at and status null. Once it is
 	// false, sampled_at is when the daemon started.
@@ -273,7 +276,7 @@ func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.mu.Lock()
-	keepsLatency, shadow, noPartial := d.keepsLatency, d.shadow, d.noPartial
+	keepsLatency, shadow, noPartial, noArrival := d.keepsLatency, d.shadow, d.noPartial, d.noArrival
 	d.mu.Unlock()
 	var sum int64
 	for _, n := range body.LatencyCounts {
@@ -282,6 +285,9 @@ func (d *daemon) outcomes(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case body.Admission != nil && noPartial:
 		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": `unknown field "admission"`})
+		return
+	case body.Admission != nil && noArrival && body.Admission.Arrival != 0:
+		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": `unknown field "admission.arrival_seconds"`})
 		return
 	case body.Admission != nil && !validAdmission(body.Admission):
 		writeFakeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("bad admission %+v", *body.Admission)})

@@ -2,6 +2,7 @@ package client
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,14 @@ type tally struct {
 	start  time.Time // when the interval began; its monotonic reading is used
 	end    time.Time // when it ended; set under Client.mu as it is ended
 	slots  [tallySlots]tallySlot
+	// waits counts the requests Middleware timed from a proxy's start
+	// stamp (WithRequestStart); firstWaits holds the waits before the
+	// middleware of the interval's first waitGroup of them, lastWaits of
+	// its last waitGroup (a ring), in nanoseconds. How the wait moved over
+	// the interval is how the queue before the middleware did (arrival).
+	waits      atomic.Int64
+	firstWaits [waitGroup]atomic.Int64
+	lastWaits  [waitGroup]atomic.Int64
 }
 
 // tallySlot counts one priority's decisions.
@@ -105,6 +114,63 @@ func (t *tally) overflow(k uint32, d decision) {
 	}
 }
 
+// waited notes the wait before the middleware of a request the interval
+// counts, in nanoseconds (negative when the proxy's clock is ahead): an
+// atomic add and one or two stores, no lock.
+func (t *tally) waited(w int64) {
+	n := t.waits.Add(1) - 1
+	if n < waitGroup {
+		t.firstWaits[n].Store(w)
+	}
+	t.lastWaits[n%waitGroup].Store(w)
+}
+
+// Bounds of the arrival span a report gives. waitGroup is how many waits
+// each end of an interval is read from, by their median, so that one
+// request stamped long before it reached the proxy's upstream (a proxy
+// that buffers an upload stamps it when the headers came) moves nothing.
+// A report gives the span when the interval timed at least two groups
+// and the span differs from the interval by more than arrivalDiffers;
+// it is held within a factor arrivalMost of the interval. Without a queue
+// before the middleware the requests arrive over the interval itself,
+// and the report leaves the span out (an older daemon refuses it:
+// Client.arrivalRefused).
+const (
+	waitGroup      = 7
+	arrivalDiffers = 0.1
+	arrivalMost    = 8
+)
+
+// arrival is the span, in seconds, over which the requests of an
+// interval of seconds arrived at the proxy in front, read from how their
+// wait before the middleware moved over it: the span is the interval
+// less what the wait grew by. 0 when the interval timed fewer than two
+// groups of waits. The requests of a queue that grows before the
+// middleware reach it at the rate the service lets them through, and
+// their wait grows by as much as the load is over that rate (at 3x, a
+// load of 600/s reached a saturated core's middleware at 178/s); those of
+// a queue that drains reach it faster than they came, and their wait
+// shrinks. The groups' medians lie waitGroup-1 requests short of the
+// interval's ends, so the change between them is scaled by n/(n-waitGroup).
+func (t *tally) arrival(seconds float64) float64 {
+	n := t.waits.Swap(0)
+	if n < 2*waitGroup {
+		return 0
+	}
+	grew := float64(median(&t.lastWaits)-median(&t.firstWaits)) / 1e9 * float64(n) / float64(n-waitGroup)
+	return seconds - grew
+}
+
+// median is the median of a group of waits.
+func median(g *[waitGroup]atomic.Int64) int64 {
+	var v [waitGroup]int64
+	for i := range g {
+		v[i] = g[i].Load()
+	}
+	slices.Sort(v[:])
+	return v[waitGroup/2]
+}
+
 // decisions is how many decisions the tally has counted so far.
 func (t *tally) decisions() int64 {
 	var n int64
@@ -128,6 +194,7 @@ type admissionReport struct {
 	ShedPartial int64            `json:"shed_partial"`
 	ShedBelow   int64            `json:"shed_below"`
 	Seconds     float64          `json:"seconds"`
+	Arrival     float64          `json:"arrival_seconds,omitempty"`
 	Reporter    string           `json:"reporter"`
 	Offered     map[string]int64 `json:"offered"`
 }
@@ -173,6 +240,9 @@ func (t *tally) report(end time.Time, reporter string) *admissionReport {
 	}
 	if r.Offered == nil {
 		return nil
+	}
+	if a := t.arrival(r.Seconds); a != 0 && math.Abs(a/r.Seconds-1) > arrivalDiffers {
+		r.Arrival = min(max(a, r.Seconds/arrivalMost, 1e-3), r.Seconds*arrivalMost)
 	}
 	r.Admitted, r.ShedPartial, r.ShedBelow = min(r.Admitted, maxRetained), min(r.ShedPartial, maxRetained), min(r.ShedBelow, maxRetained)
 	return r

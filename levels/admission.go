@@ -37,6 +37,14 @@ type Admission struct {
 	Admitted, ShedPartial, ShedBelow int64
 	// Seconds is the span the counts cover, in [0.001, 3600].
 	Seconds float64
+	// Arrival is the span, in seconds, over which the requests counted
+	// reached the proxy in front of the client, read from their start
+	// stamps (the client's WithRequestStart), when the client found it
+	// differs from Seconds: a queue before the client grew (shorter) or
+	// drained (longer), and the load offered is its requests over
+	// Arrival. 0 when the client did not say; else within a factor
+	// MaxArrivalFactor of Seconds, and in [0.001, 3600].
+	Arrival float64
 	// Reporter is the client's random id: the reports of several clients
 	// of one daemon are told apart by it.
 	Reporter string
@@ -152,6 +160,9 @@ func mergeReport(a, b Report) Report {
 		x.Admitted += y.Admitted
 		x.ShedPartial += y.ShedPartial
 		x.ShedBelow += y.ShedBelow
+		if x.Arrival > 0 || y.Arrival > 0 {
+			x.Arrival = x.arrival() + y.arrival()
+		}
 		x.Seconds += y.Seconds
 		x.Sequence = max(x.Sequence, y.Sequence)
 		if x.Offered == nil && y.Offered != nil {
@@ -164,4 +175,18 @@ func mergeReport(a, b Report) Report {
 		}
 	}
 	return a
+}
+
+// MaxArrivalFactor bounds Admission.Arrival: within this factor of
+// Seconds either way.
+const MaxArrivalFactor = 8
+
+// arrival is the span the offered requests arrived over: Arrival when
+// the client gave it (held to the API's bounds: a recording replayed is
+// not checked as a report is), else Seconds.
+func (a *Admission) arrival() float64 {
+	if a.Arrival > 0 {
+		return min(max(a.Arrival, a.Seconds/MaxArrivalFactor, 1e-3), a.Seconds*MaxArrivalFactor)
+	}
+	return a.Seconds
 }

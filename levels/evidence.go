@@ -57,11 +57,19 @@ const (
 	minJudgeSpan = 200 * time.Millisecond
 )
 
-// with is the reporter after a report of counts over seconds.
-func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, seconds float64) reporter {
+// with is the reporter after a report of counts over seconds, whose
+// requests arrived over arrival (at most seconds: Admission.Arrival). The
+// average decays by seconds, the time gone by, and reads the counts as
+// offered over arrival: the requests of a queue that grows before the
+// client reach it at the rate the service lets them through, not at the
+// rate they come. (In degbench overload's cpu3x, the first report after
+// the step to 600/s counted 178/s, what got through the saturated core
+// to the middleware, and the level stepped to Moderate, which admits
+// 300/s of a 196/s core, for the second until the next report.)
+func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, seconds, arrival float64) reporter {
 	w := math.Exp(-seconds / offeredTau.Seconds())
 	size := max(len(r.counts), len(counts))
-	n := reporter{at: at, ttl: ttl, counts: make(map[int]float64, size), stepped: make(map[int]float64, size), seconds: r.seconds*w + seconds, last: r.last}
+	n := reporter{at: at, ttl: ttl, counts: make(map[int]float64, size), stepped: make(map[int]float64, size), seconds: r.seconds*w + arrival, last: r.last}
 	for p, c := range r.counts {
 		n.counts[p] = c * w
 	}
@@ -78,18 +86,18 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 		if !long || r.seconds == 0 {
 			continue
 		}
-		expected := r.stepped[p] / r.seconds * seconds
+		expected := r.stepped[p] / r.seconds * arrival
 		switch {
 		case stepUp(float64(c), expected):
 			n.up[p] = true
 			if r.up[p] {
-				n.stepped[p] = float64(c) * n.seconds / seconds
+				n.stepped[p] = float64(c) * n.seconds / arrival
 			}
 		case r.up[p] && stepDown(float64(c), expected):
 			// As far down right after a step up: that report was the
 			// burst a queue before the middleware let through, and this
 			// one is the load (stepUp).
-			n.stepped[p] = float64(c) * n.seconds / seconds
+			n.stepped[p] = float64(c) * n.seconds / arrival
 		}
 	}
 	n.prune()
@@ -99,7 +107,7 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 	} else {
 		n.last = make(map[int]float64, len(counts))
 		for p, c := range counts {
-			n.last[p] = float64(c) / seconds
+			n.last[p] = float64(c) / arrival
 		}
 	}
 	return n
@@ -253,7 +261,7 @@ func (l *law) observe(c Config, in Input) evidence {
 			}
 		}
 		span := time.Duration(a.Seconds * float64(time.Second))
-		reporters[a.Reporter] = reporters[a.Reporter].with(r.At, min(max(reporterTTL, 3*span), maxReporterTTL), a.Offered, a.Seconds)
+		reporters[a.Reporter] = reporters[a.Reporter].with(r.At, min(max(reporterTTL, 3*span), maxReporterTTL), a.Offered, a.Seconds, a.arrival())
 		start := r.At.Add(-span)
 		l.recent = l.recent.with(r, start, a.Reporter, a.Seconds)
 		if !start.Before(l.changedAt) {

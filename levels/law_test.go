@@ -21,6 +21,7 @@ type lawStep struct {
 	trigger          string
 	x                float64       // offered load, times the capacity; 0: no report
 	secs             float64       // the report's span
+	arrival          float64       // the report's arrival span; 0: none
 	admitted         float64       // requests the client admitted per second
 	success, failure float64       // per second
 	latencyMs        float64       // every completion's latency
@@ -84,7 +85,7 @@ func runLawStepsOn(t *testing.T, tab *Table, mode AdmissionMode, steps []lawStep
 				offered = lawMix(st.x, st.secs)
 			}
 			in.Reports = []Report{{At: now, Success: int64(st.success * st.secs), Failure: int64(st.failure * st.secs), Latency: lat,
-				Admission: &Admission{Admitted: int64(st.admitted * st.secs), Seconds: st.secs, Reporter: reporter, Offered: offered}}}
+				Admission: &Admission{Admitted: int64(st.admitted * st.secs), Seconds: st.secs, Arrival: st.arrival, Reporter: reporter, Offered: offered}}}
 		}
 		out := m.Evaluate(in)
 		p := m.Published()
@@ -612,6 +613,50 @@ func TestLawMeasuresAQueueItsClientsDoNotSee(t *testing.T) {
 		{at: 3 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 60, latencyWindowMs: 460,
 			level: "Major", partial: "30 0.41", capacity: [2]float64{815, 817}},
 	})
+}
+
+// TestLawReadsTheOfferedLoadOverItsArrival: a 3x step of a service whose
+// requests wait for a saturated core before the middleware: its first
+// report counts what got through, 800/s of the 2,400/s offered, over a
+// second. Read over the second, the latency takes the level to Moderate,
+// which admits 1,200/s of the 2,400/s, until the next report (the load
+// read fits it); the report's arrival_seconds
+// (the proxy's stamps of those requests span a third of a second) reads
+// it at 2,400/s, and the level goes straight to Major, the level that
+// fits.
+func TestLawReadsTheOfferedLoadOverItsArrival(t *testing.T) {
+	for _, tc := range []struct {
+		arrival float64
+		level   string
+	}{{0, "Moderate"}, {1.0 / 3, "Major"}} {
+		t.Run(fmt.Sprint(tc.arrival), func(t *testing.T) {
+			runLawSteps(t, AdmissionGraduated, []lawStep{
+				{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 1, admitted: 400, success: 400, latencyMs: 15, level: "Normal", partial: "null"},
+				{at: 2 * time.Second, trigger: TriggerEvent, x: 1, secs: 1, arrival: tc.arrival, admitted: 800, success: 800, latencyMs: 450, latencyWindowMs: 460,
+					level: tc.level, partial: "null", capacity: [2]float64{800, 800}},
+			})
+		})
+	}
+}
+
+// TestLawReadsABurstOverItsArrival: at Major, the band admitted at 0.39,
+// a second's report counts 4.5x the capacity where 3x is offered: a
+// queue before the middleware drained, and its requests reached the
+// client faster than they came. Read over the second, the floor alone is
+// 720/s of the 760/s target, and the band is shed whole; the report's
+// arrival_seconds (their stamps span 1.5s) reads the load at 3x, and the
+// band stays at 0.39, as after a plain 3x second.
+func TestLawReadsABurstOverItsArrival(t *testing.T) {
+	for _, tc := range []struct {
+		x, arrival float64
+		partial    string
+	}{{3, 0, "30 0.39"}, {4.5, 0, "null"}, {4.5, 1.5, "30 0.39"}} {
+		t.Run(fmt.Sprint(tc.x, tc.arrival), func(t *testing.T) {
+			runLawSteps(t, AdmissionGraduated, append(measuredAt800(), lawStep{
+				at: 4 * time.Second, trigger: TriggerEvent, x: tc.x, secs: 1, arrival: tc.arrival, admitted: 760, success: 760, latencyMs: 60, errorRate: 60,
+				latencyWindowMs: 450, level: "Major", partial: tc.partial}))
+		})
+	}
 }
 
 // TestLawStepsUpOnTheAverageOfferedLoad: at Major, where the 3x load fits,

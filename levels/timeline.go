@@ -161,6 +161,7 @@ type LineAdmission struct {
 	ShedPartial int64         `json:"shed_partial"`
 	ShedBelow   int64         `json:"shed_below"`
 	Seconds     float64       `json:"seconds"`
+	Arrival     float64       `json:"arrival_seconds,omitempty"`
 	Reporter    string        `json:"reporter,omitempty"`
 	Offered     map[int]int64 `json:"offered,omitempty"`
 }
@@ -217,7 +218,7 @@ func LineReports(rs []Report) []LineReport {
 		out[i] = LineReport{At: r.At.UTC(), Success: r.Success, Failure: r.Failure, LatencyCounts: r.Latency}
 		if a := r.Admission; a != nil {
 			out[i].Admission = &LineAdmission{Sequence: a.Sequence, Admitted: a.Admitted, ShedPartial: a.ShedPartial, ShedBelow: a.ShedBelow,
-				Seconds: a.Seconds, Reporter: a.Reporter, Offered: a.Offered}
+				Seconds: a.Seconds, Arrival: a.Arrival, Reporter: a.Reporter, Offered: a.Offered}
 		}
 	}
 	return out
@@ -233,7 +234,7 @@ func (l Line) Inputs() []Report {
 		out[i] = Report{At: r.At, Success: r.Success, Failure: r.Failure, Latency: r.LatencyCounts}
 		if a := r.Admission; a != nil {
 			out[i].Admission = &Admission{Sequence: a.Sequence, Admitted: a.Admitted, ShedPartial: a.ShedPartial, ShedBelow: a.ShedBelow,
-				Seconds: a.Seconds, Reporter: a.Reporter, Offered: a.Offered}
+				Seconds: a.Seconds, Arrival: a.Arrival, Reporter: a.Reporter, Offered: a.Offered}
 		}
 	}
 	return out

@@ -115,8 +115,12 @@ func TestAHungMemberCostsNo503(t *testing.T) {
 	etcd := startEtcd(t)
 	ps := []*proxy{newProxy(t, etcd.client.Host), newProxy(t, etcd.client.Host), newProxy(t, etcd.client.Host)}
 	eps := ps[0].endpoint() + ", " + ps[1].endpoint() + ", " + ps[2].endpoint()
-	a := fleetRig(t, strings.Replace(fleetYAML(t, eps, "a", "dial_timeout: 2s", ""), "instance_ttl: 2s", "instance_ttl: 4s", 1))
-	b := fleetRig(t, strings.Replace(fleetYAML(t, eps, "b", "dial_timeout: 2s", ""), "instance_ttl: 2s", "instance_ttl: 4s", 1))
+	// A try is half the dial timeout; what is left must hold the move to
+	// a member that answers. On CI's loaded machine that move took up to
+	// 1.05s (a new connection's first read, then the PUT's two round
+	// trips), so a 2s dial timeout left no room: 4s leaves a second.
+	a := fleetRig(t, strings.Replace(fleetYAML(t, eps, "a", "dial_timeout: 4s", ""), "instance_ttl: 2s", "instance_ttl: 4s", 1))
+	b := fleetRig(t, strings.Replace(fleetYAML(t, eps, "b", "dial_timeout: 4s", ""), "instance_ttl: 2s", "instance_ttl: 4s", 1))
 	rs := []*rig{a, b}
 	for i, r := range rs {
 		eventually(t, 10*time.Second, fmt.Sprintf("daemon %d connects", i), func() bool { return level(t, r.Rig).Fleet.Connected })

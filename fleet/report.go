@@ -85,7 +85,6 @@ func (f *Fleet) putReport(ctx context.Context, cli *clientv3.Client, lease clien
 	f.mu.Lock()
 	v := f.puts.judge(resp.PrevKv, f.id, resp.Header.Revision, time.Now(), f.o.InstanceTTL)
 	f.mu.Unlock()
-	f.conflict.Store(v.conflict)
 	switch {
 	case v.started:
 		f.log.Error("fleet: another process reports under this instance's name; give each instance its own fleet.instance",
@@ -96,6 +95,8 @@ func (f *Fleet) putReport(ctx context.Context, cli *clientv3.Client, lease clien
 		f.log.Info("fleet: took over this instance's key from a previous process (a restart); not a conflict unless it writes again",
 			"previous_instance_id", v.other, "previous_lease", fmt.Sprintf("%x", v.otherLease))
 	}
+	// Stored after the log line: whoever sees the conflict finds it logged.
+	f.conflict.Store(v.conflict)
 	return nil
 }
 

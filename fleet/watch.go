@@ -10,6 +10,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -253,33 +254,57 @@ func (f *Fleet) overrideEvents(ctx context.Context, cli *clientv3.Client, wr cli
 
 // deleted is the update for a delete of the override key at rev: a clear
 // when the same revision wrote the audit counter (a DELETE's transaction),
-// with the actor of its audit entry; else its lease ran out. When the
-// audit cannot be read (compacted, a slow member) it is left to the
-// consumer's clock.
+// with the actor of its audit entry; else its lease ran out. A read that
+// fails is tried again, up to three tries of one attempt each: a member
+// slowed for a moment must not strip a clear of its actor. When the audit
+// still cannot be read (compacted, a member gone) the failure is logged and
+// the update is left to the consumer's clock.
 func (f *Fleet) deleted(ctx context.Context, cli *clientv3.Client, rev int64) OverrideUpdate {
+	var err error
+	for range 3 {
+		var u OverrideUpdate
+		if u, err = f.readClear(ctx, cli, rev); err == nil {
+			return u
+		}
+		if ctx.Err() != nil || errors.Is(err, rpctypes.ErrCompacted) {
+			break
+		}
+	}
+	f.every("override clear unread", 30*time.Second, func() {
+		f.log.Warn("fleet: the audit entry of an override clear could not be read; the clear is applied without its actor",
+			"revision", rev, "err", err)
+	})
+	return OverrideUpdate{Revision: rev}
+}
+
+// readClear is one try of deleted's reads, each within one attempt.
+func (f *Fleet) readClear(ctx context.Context, cli *clientv3.Client, rev int64) (OverrideUpdate, error) {
 	u := OverrideUpdate{Revision: rev}
 	actx, cancel := context.WithTimeout(ctx, f.attempt)
 	defer cancel()
 	resp, err := cli.Get(actx, f.keys.auditSeq(), clientv3.WithRev(rev))
 	if err != nil {
-		return u
+		return u, err
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != rev {
 		u.Expired = true
-		return u
+		return u, nil
 	}
 	seq, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
 	if err != nil {
-		return u
+		return u, fmt.Errorf("the audit counter %q is not a number", resp.Kvs[0].Value)
 	}
 	entry, err := cli.Get(actx, f.keys.audit(seq), clientv3.WithRev(rev))
-	if err == nil && len(entry.Kvs) == 1 {
+	if err != nil {
+		return u, err
+	}
+	if len(entry.Kvs) == 1 {
 		var e AuditEntry
 		if json.Unmarshal(entry.Kvs[0].Value, &e) == nil {
 			u.Actor = e.Actor
 		}
 	}
-	return u
+	return u, nil
 }
 
 // takeAggregate takes an aggregate read or watched, unless checkAggregate

@@ -284,7 +284,8 @@ func (c *Client) refuseArrival(ae *APIError) {
 }
 
 // noteRate keeps the offered load of an interval long enough to be read
-// as a rate, for surged. Owned by the flusher.
+// as a rate, over the span its requests arrived over, for surged. Owned by
+// the flusher.
 func (c *Client) noteRate(r *admissionReport) {
 	if r.Seconds < surgeAfter.Seconds() {
 		return
@@ -293,7 +294,11 @@ func (c *Client) noteRate(r *admissionReport) {
 	for _, v := range r.Offered {
 		n += v
 	}
-	c.lastRate = float64(n) / r.Seconds
+	span := r.Seconds
+	if r.Arrival > 0 {
+		span = r.Arrival
+	}
+	c.lastRate = float64(n) / span
 }
 
 // fitLatency lowers the latency counts, the fastest buckets first, until

@@ -210,3 +210,50 @@ func TestAnOlderDaemonRefusingTheArrivalSpanLosesNoReport(t *testing.T) {
 		}
 	})
 }
+
+// TestASurgeBehindAQueueEndsTheIntervalEarly: on a saturated core a step
+// of the load reaches the middleware no faster than before; only the wait
+// before it grows. Two seconds of 100 requests stamped as they come, then
+// requests reaching the middleware at the same 100 a second but stamped
+// 1/300 s apart (300/s offered): the report is sent once the interval is
+// 500ms old, not at its end, and reads them over the third of its span
+// they arrived over. Stamped as they come, the same requests keep the
+// cadence.
+func TestASurgeBehindAQueueEndsTheIntervalEarly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		early bool
+	}{
+		{"a queue grows before the middleware", time.Second / 300, true},
+		{"no queue", 10 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d, c := followingMajor(t)
+				h := Middleware(c, PriorityFromHeader("X-Priority", 50), WithRequestStart("X-Request-Start"))(okHandler)
+				time.Sleep(25 * time.Millisecond)
+				for range 2 {
+					serveStamped(h, 100, apart(time.Now(), 10*time.Millisecond))
+				}
+				synctest.Wait()
+				if got := d.received(); len(got) != 2 || got[1].Seconds != 1 {
+					t.Fatalf("steady load: reports %+v, want two of 1 s", got)
+				}
+				start := time.Now()
+				serveStamped(h, 80, apart(start, tc.every))
+				time.Sleep(300 * time.Millisecond)
+				synctest.Wait()
+				got := d.received()
+				if len(got) < 3 {
+					t.Fatalf("reports %+v, want a third", got)
+				}
+				at := got[2].at.Sub(start)
+				if early := at < 700*time.Millisecond; early != tc.early {
+					t.Errorf("the third report came %v into the interval (%.2f s, %d offered, arrival %.3f s); want early %v",
+						at, got[2].Seconds, got[2].Offered["80"], got[2].Arrival, tc.early)
+				}
+			})
+		})
+	}
+}

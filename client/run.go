@@ -86,6 +86,11 @@ const (
 )
 
 // surged says the current interval's offered load is a surge (above).
+// With WithRequestStart the load is read over the span its requests
+// arrived over (tally.arrival): on a saturated core a surge reaches the
+// middleware no faster than the core lets it through, and only the
+// growing wait before the middleware shows it. (Counted as it reached the
+// middleware, cpu3x's step to 3x in degbench overload was not a surge.)
 // Owned by the flusher.
 func (c *Client) surged(now time.Time) bool {
 	t := c.view.Load().tally
@@ -94,7 +99,11 @@ func (c *Client) surged(now time.Time) bool {
 		return false
 	}
 	n := t.decisions()
-	return n >= surgeMin && float64(n)/el.Seconds() >= surgeFactor*c.lastRate
+	span := el.Seconds()
+	if a := t.arrivalSoFar(span); a > 0 {
+		span = max(a, span/arrivalMost)
+	}
+	return n >= surgeMin && float64(n)/span >= surgeFactor*c.lastRate
 }
 
 // reportLoop flushes every report interval, and early on a surge of

@@ -153,7 +153,18 @@ const (
 // shrinks. The groups' medians lie waitGroup-1 requests short of the
 // interval's ends, so the change between them is scaled by n/(n-waitGroup).
 func (t *tally) arrival(seconds float64) float64 {
-	n := t.waits.Swap(0)
+	return t.arrivalOf(t.waits.Swap(0), seconds)
+}
+
+// arrivalSoFar is arrival for the interval under way, which it leaves
+// counting: the span over which the requests it has counted so far, over
+// seconds, arrived (surged).
+func (t *tally) arrivalSoFar(seconds float64) float64 {
+	return t.arrivalOf(t.waits.Load(), seconds)
+}
+
+// arrivalOf is arrival over n timed waits.
+func (t *tally) arrivalOf(n int64, seconds float64) float64 {
 	if n < 2*waitGroup {
 		return 0
 	}

@@ -101,7 +101,7 @@ func (c *Client) surged(now time.Time) bool {
 	n := t.decisions()
 	span := el.Seconds()
 	if a := t.arrivalSoFar(span); a > 0 {
-		span = max(a, span/arrivalMost)
+		span = heldArrival(a, span)
 	}
 	return n >= surgeMin && float64(n)/span >= surgeFactor*c.lastRate
 }

@@ -172,6 +172,13 @@ func (t *tally) arrivalOf(n int64, seconds float64) float64 {
 	return seconds - grew
 }
 
+// heldArrival is an arrival span a held within a factor arrivalMost of
+// the interval's seconds, and to at least a millisecond, as the daemon
+// takes it.
+func heldArrival(a, seconds float64) float64 {
+	return min(max(a, seconds/arrivalMost, 1e-3), seconds*arrivalMost)
+}
+
 // median is the median of a group of waits.
 func median(g *[waitGroup]atomic.Int64) int64 {
 	var v [waitGroup]int64
@@ -253,7 +260,7 @@ func (t *tally) report(end time.Time, reporter string) *admissionReport {
 		return nil
 	}
 	if a := t.arrival(r.Seconds); a != 0 && math.Abs(a/r.Seconds-1) > arrivalDiffers {
-		r.Arrival = min(max(a, r.Seconds/arrivalMost, 1e-3), r.Seconds*arrivalMost)
+		r.Arrival = heldArrival(a, r.Seconds)
 	}
 	r.Admitted, r.ShedPartial, r.ShedBelow = min(r.Admitted, maxRetained), min(r.ShedPartial, maxRetained), min(r.ShedBelow, maxRetained)
 	return r

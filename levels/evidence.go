@@ -58,7 +58,8 @@ const (
 )
 
 // with is the reporter after a report of counts over seconds, whose
-// requests arrived over arrival (at most seconds: Admission.Arrival). The
+// requests arrived over arrival (Admission.arrival: shorter than seconds
+// while a queue before the client grew, longer while one drained). The
 // average decays by seconds, the time gone by, and reads the counts as
 // offered over arrival: the requests of a queue that grows before the
 // client reach it at the rate the service lets them through, not at the

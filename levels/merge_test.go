@@ -92,3 +92,23 @@ func TestLawForgetsALongReportWithinAMinute(t *testing.T) {
 		}
 	}
 }
+
+// The reports of one reporter under one sequence add their arrival spans:
+// a report that gave none arrived over its own seconds, so two seconds,
+// one whose requests arrived over half a second (a queue grew before the
+// client), merge into 1.5 s of arrivals over 2 s.
+func TestMergeReportsAddsArrivalSpans(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rep := func(arrival float64) Report {
+		return Report{At: at, Admission: &Admission{Sequence: 3, Admitted: 10, Seconds: 1, Arrival: arrival, Reporter: "r", Offered: map[int]int64{50: 10}}}
+	}
+	for _, tc := range []struct {
+		arrivals []float64
+		want     float64
+	}{{[]float64{0.5, 0}, 1.5}, {[]float64{0, 0.5}, 1.5}, {[]float64{0, 0}, 0}, {[]float64{0.5, 3}, 3.5}} {
+		out := MergeReports([]Report{rep(tc.arrivals[0]), rep(tc.arrivals[1])})
+		if len(out) != 1 || out[0].Admission.Seconds != 2 || out[0].Admission.Arrival != tc.want {
+			t.Errorf("arrivals %v: merged %+v, want one report of 2 s arriving over %g s (0: none given)", tc.arrivals, out[0].Admission, tc.want)
+		}
+	}
+}

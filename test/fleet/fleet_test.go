@@ -89,6 +89,38 @@ func TestOverrideLeaseExpiryIsNotAClear(t *testing.T) {
 	}
 }
 
+// TestAClearWhoseAuditCannotBeReadIsLogged: a lying writer deletes the
+// fleet override and sets the audit counter to a word in the same
+// transaction, so no try of reading the clear's audit entry can succeed.
+// The clear is still applied (an override no one can read the author of
+// must not outlive its DELETE), without an actor and not as an expiry,
+// and the member says so, naming the revision and what was wrong: it
+// used to apply it silently, as if the daemon itself had cleared it.
+func TestAClearWhoseAuditCannotBeReadIsLogged(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	a, alog := logged(t, etcd.endpoint(), "a")
+	connected(t, a)
+	set := setOverride(t, a, pin("Major", "INC-7", 15*time.Minute))
+	seesOverride(t, a, set.Revision, 5*time.Second)
+
+	raw := etcd.raw(t)
+	resp, err := raw.Txn(context.Background()).Then(
+		clientv3.OpDelete("/degraded/shop/override"),
+		clientv3.OpPut("/degraded/shop/audit_seq", "seven"),
+	).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := resp.Header.Revision
+	if got := seesOverride(t, a, rev, 10*time.Second); got.Override != nil || got.Expired || got.Actor != "" || got.Revision != rev {
+		t.Errorf("a holds %+v (override %+v) after the lying clear, want no override at revision %d, not expired, no actor", got, got.Override, rev)
+	}
+	if n := alog.count("the audit entry of an override clear could not be read", fmt.Sprintf("revision=%d", rev), "seven", "is not a number"); n != 1 {
+		t.Errorf("a logged the unread clear %d times, want once:\n%s", n, alog)
+	}
+}
+
 func TestDeadInstanceLeavesTheViewWhenItsLeaseExpires(t *testing.T) {
 	t.Parallel()
 	etcd := startEtcd(t)

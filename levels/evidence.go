@@ -32,8 +32,7 @@ const offeredTau = 2 * time.Second
 // reporter is what the law remembers of one client: the requests it was
 // offered by priority and the time they cover, both decayed (offeredTau),
 // and its last report's rates when that report covered at least
-// minRateSpan (by priority, a shorter one's that was a step up: with).
-// It is a value: a new report makes a new one.
+// minRateSpan. It is a value: a new report makes a new one.
 type reporter struct {
 	at      time.Time
 	ttl     time.Duration
@@ -82,34 +81,13 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 	if long {
 		n.up = make(map[int]bool, len(counts))
 	}
-	var jumped map[int]float64
 	for p, c := range counts {
 		n.counts[p] += float64(c)
 		n.stepped[p] += float64(c)
-		if seconds < minJudgeSpan.Seconds() || r.seconds == 0 {
+		if !long || r.seconds == 0 {
 			continue
 		}
 		expected := r.stepped[p] / r.seconds * arrival
-		if !long {
-			// A report too short to read a rate from still shows a step up:
-			// stepUp's test allows for a short count's noise. After a step of
-			// the load the reports are short (each change of the admission
-			// cuts the clients' intervals, and the law changes it every
-			// partialEvery while it follows the step), and the average lags
-			// it for seconds: read from the average, in degbench overload's
-			// step10x, a band of 1,200/s counted 700/s and was admitted at
-			// 0.61 where 0.30 fitted, and a second of answers came past the
-			// SLO. Its rate stands as the last report's (rate reads the higher
-			// of that and the average: the law sheds more, never less), and a
-			// burst's stands only until the next report long enough to read.
-			if stepUp(float64(c), expected) {
-				if jumped == nil {
-					jumped = make(map[int]float64, len(counts))
-				}
-				jumped[p] = float64(c) / arrival
-			}
-			continue
-		}
 		switch {
 		case stepUp(float64(c), expected):
 			n.up[p] = true
@@ -125,18 +103,13 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 	}
 	n.prune()
 	n.keys = slices.Sorted(maps.Keys(n.counts))
-	switch {
-	case long:
+	if !long {
+		n.up = r.up
+	} else {
 		n.last = make(map[int]float64, len(counts))
 		for p, c := range counts {
 			n.last[p] = float64(c) / arrival
 		}
-	case jumped != nil:
-		n.up, n.last = r.up, make(map[int]float64, len(r.last)+len(jumped))
-		maps.Copy(n.last, r.last)
-		maps.Copy(n.last, jumped)
-	default:
-		n.up = r.up
 	}
 	return n
 }

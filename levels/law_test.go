@@ -696,34 +696,6 @@ func TestLawReadsAStepOfTheLoadAtItsNewRate(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, steps)
 }
 
-// TestLawReadsAStepInShortReports: after five seconds at 0.5x, the first
-// report of a 10x step covers 0.6 s, most of it before the step (it
-// counts 2.5x), and is measured saturated: Major fits what it counted.
-// The reports after it are a quarter second long, since each change of
-// the admission cuts the client's interval short, too short to read a
-// rate from, and the average, decayed over two seconds, lags the step
-// for seconds. Each
-// count is still a step up from what the average expected, far past a
-// short count's noise, and its rate is read as the last report's: the
-// level steps up to Severe, and the band of 50-69, 1,200/s, is admitted
-// at (760 - 400) / 1,200 = 0.30. Read from the average, the level stayed
-// at Major, whose band the first quarter second admitted at 0.61 and the
-// fourth at 0.07. (In degbench overload's step10x the average read
-// Severe's band at about 700/s of 1,200 and its floor at 270/s of 400:
-// the band was admitted at 0.61, 1,130/s of the 800 for a second, every
-// answer past the SLO.)
-func TestLawReadsAStepInShortReports(t *testing.T) {
-	steps := append(quietSeconds(0.5, 5),
-		lawStep{at: 5600 * time.Millisecond, trigger: TriggerEvent, x: 2.5, secs: 0.6, admitted: 2000, success: 800, latencyMs: 450, latencyWindowMs: 450,
-			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
-	)
-	for i := range 4 {
-		steps = append(steps, lawStep{at: 5850*time.Millisecond + time.Duration(i)*250*time.Millisecond, trigger: TriggerEvent, x: 10, secs: 0.25,
-			admitted: 760, success: 760, latencyMs: 15, latencyWindowMs: 450, level: "Severe", partial: "50 0.30"})
-	}
-	runLawSteps(t, AdmissionGraduated, steps)
-}
-
 // TestLawStepsWithoutACapacityOnFreshLatency: a 3x step of a service
 // on one core whose first report is late but under twice the threshold
 // (199 ms against 100 ms: no capacity measured) takes the level to Minor.

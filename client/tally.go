@@ -172,9 +172,9 @@ func (t *tally) arrivalOf(n int64, seconds float64) float64 {
 	return seconds - grew
 }
 
-// heldArrival is an arrival span a held within a factor arrivalMost of
-// the interval's seconds, and to at least a millisecond, as the daemon
-// takes it.
+// heldArrival is the arrival span a held to within a factor arrivalMost
+// of the interval's seconds and to at least a millisecond: the bounds the
+// daemon accepts in a report.
 func heldArrival(a, seconds float64) float64 {
 	return min(max(a, seconds/arrivalMost, 1e-3), seconds*arrivalMost)
 }

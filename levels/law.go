@@ -170,8 +170,10 @@ type law struct {
 	band, floor float64
 	// sized says the last evaluation could size a step: some live reporter
 	// counts its offered load by priority.
-	sized   bool
-	offered map[int]float64
+	sized bool
+	// offered is the offered load by priority as the level reads it,
+	// rates as the fraction does (evidence).
+	offered, rates map[int]float64
 	// priorities are offered's keys in order (decide), ids the live
 	// reporters' ids in order (observe): the law sums in these orders.
 	priorities []int
@@ -223,7 +225,7 @@ type law struct {
 // Nor does a latency the cuts did not lower (checkTail): within tailSlack
 // of it, it is neither pressure nor warmth.
 func (l *law) decide(ev evidence, now time.Time) {
-	l.sized, l.offered, l.priorities = ev.sized, ev.offered, slices.Sorted(maps.Keys(ev.offered))
+	l.sized, l.offered, l.rates, l.priorities = ev.sized, ev.offered, ev.rates, slices.Sorted(maps.Keys(ev.offered))
 	if !ev.fresh || !ev.sized {
 		return
 	}
@@ -542,13 +544,19 @@ func (l *law) admittedFrom(threshold int) float64 {
 	return l.offeredIn(threshold, math.MaxInt)
 }
 
-// offeredIn is the offered load at priorities in [lo, hi): exactly 0 when
-// none is offered there.
+// offeredIn is the offered load at priorities in [lo, hi), as the level
+// reads it: exactly 0 when none is offered there.
 func (l *law) offeredIn(lo, hi int) float64 {
+	return l.sumIn(l.offered, lo, hi)
+}
+
+// sumIn is the sum of m, a rate by priority, at priorities in [lo, hi), in
+// the order of l.priorities.
+func (l *law) sumIn(m map[int]float64, lo, hi int) float64 {
 	var sum float64
 	for _, p := range l.priorities {
 		if p >= lo && p < hi {
-			sum += l.offered[p]
+			sum += m[p]
 		}
 	}
 	return sum
@@ -805,14 +813,14 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 		return nil
 	}
 	from, to := t.Level(i-1).PriorityThreshold, t.Level(i).PriorityThreshold
-	band := l.offeredIn(from, to)
+	band := l.sumIn(l.rates, from, to)
 	if band <= 0 {
 		return nil
 	}
 	if !l.known || l.failLevel >= i {
 		return nil // no capacity measured, or failures the load does not explain: the table's level is exact
 	}
-	l.readmit, l.band, l.floor = 0, band, l.admittedFrom(to)
+	l.readmit, l.band, l.floor = 0, band, l.sumIn(l.rates, to, math.MaxInt)
 	l.sizeDrain(l.floor)
 	f := (l.target*min(l.drain, 1) - l.floor) / band
 	switch {
@@ -822,7 +830,7 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 		// state document cannot carry NaN, so the band is shed whole.
 		return nil
 	case f < fractionLow:
-		l.readmit = l.admittedFrom(to) + band*(fractionLow+fractionStep)
+		l.readmit = l.floor + band*(fractionLow+fractionStep)
 		return nil
 	case f > fractionTop:
 		f = fractionTop

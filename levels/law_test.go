@@ -696,6 +696,63 @@ func TestLawReadsAStepOfTheLoadAtItsNewRate(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, steps)
 }
 
+// TestLawReadsAStepInShortReportsForTheFraction: after five seconds at
+// 0.5x, the first report of a 10x step covers 0.6 s, most of it before
+// the step (it counts 2.5x), and is measured saturated: Major fits what
+// it counted. The reports after it are a quarter second long, since each
+// change of the admission cuts the client's interval short, too short to
+// read a rate from, and the average, decayed over two seconds, lags the
+// step for seconds. Each count is still a step up from what the average
+// expected, far past a short count's noise, and the fraction reads its
+// rate: Major's floor (priorities 50 and up, 1,600/s) is over the target
+// (760/s), so its band is shed whole. Read from the average, the band
+// was admitted at 0.61, then 0.45, 0.21 and 0.07. (In degbench
+// overload's step10x the average read Severe's band at about 700/s of
+// 1,200 and its floor at 270/s of 400: the band was admitted at 0.61,
+// 1,130/s of the 800 for a second, every answer past the SLO.) The level
+// does not read a short report's rate (TestLawKeepsAShortBurstFromTheLevel);
+// it steps to Severe once a report long enough to read a rate from
+// says so, and Severe's band is admitted at (760 - 400) / 1,200 = 0.30.
+func TestLawReadsAStepInShortReportsForTheFraction(t *testing.T) {
+	steps := append(quietSeconds(0.5, 5),
+		lawStep{at: 5600 * time.Millisecond, trigger: TriggerEvent, x: 2.5, secs: 0.6, admitted: 2000, success: 800, latencyMs: 450, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{800, 800}},
+	)
+	for i := range 4 {
+		steps = append(steps, lawStep{at: 5850*time.Millisecond + time.Duration(i)*250*time.Millisecond, trigger: TriggerEvent, x: 10, secs: 0.25,
+			admitted: 760, success: 760, latencyMs: 60, latencyWindowMs: 450, level: "Major", partial: "null"})
+	}
+	steps = append(steps, lawStep{at: 7350 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 0.5,
+		admitted: 760, success: 760, latencyMs: 60, latencyWindowMs: 450, level: "Severe", partial: "50 0.30"})
+	runLawSteps(t, AdmissionGraduated, steps)
+}
+
+// TestLawKeepsAShortBurstFromTheLevel: at Major in a 3x overload, a
+// report of 0.3 s counts the top class ten times its rate, and its
+// requests' stamps span 0.07 s (a queue before the middleware let them
+// through at once). The fraction reads the burst, over the report's span
+// (1,200/s, not 5,143/s over its arrival), and sheds Major's band whole
+// until the next report long enough to read a rate from (the decayed
+// average weighs its count for longer); the level does not read it, and stays at Major, though the window's latency asks for
+// Emergency. (Read by the level too, such a report in degbench overload's
+// step10x read the top class at 1,610/s of 400, Severe's floor did not
+// fit, and the level went to Emergency for its dwell, admitting the top
+// class alone.)
+func TestLawKeepsAShortBurstFromTheLevel(t *testing.T) {
+	burst := lawMix(3, 0.3)
+	burst[100] *= 10
+	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), []lawStep{
+		{at: 4 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 60, latencyWindowMs: 450,
+			level: "Major", partial: "30 0.39"},
+		{at: 4300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.3, arrival: 0.07, admitted: 760, success: 760, latencyMs: 60, latencyWindowMs: 490,
+			offered: burst, level: "Major", partial: "null"},
+		// The next long report ends the burst's reading; the average still
+		// weighs the burst's count.
+		{at: 5300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 60, latencyWindowMs: 490,
+			level: "Major", partial: "30 0.20"},
+	}...))
+}
+
 // TestLawStepsWithoutACapacityOnFreshLatency: a 3x step of a service
 // on one core whose first report is late but under twice the threshold
 // (199 ms against 100 ms: no capacity measured) takes the level to Minor.

@@ -23,19 +23,47 @@ import (
 func BenchmarkAllowBand(b *testing.B) {
 	mix := [8]int{0, 10, 20, 35, 45, 50, 70, 90}
 	cases := []gate{
-		// The harness alone (loop, call, count): subtract it from the others.
-		{"noop", func(*testing.B) func(int) bool { return func(int) bool { return true } }},
-		{"degraded.Allow, band", func(b *testing.B) func(int) bool {
-			c := partialClient(b)
-			return func(i int) bool { return c.Allow(mix[i&7]) }
+		// The harness alone (the loop and the count): subtract it from the others.
+		{"noop", func(*testing.B) checks {
+			return func(from, n int) (k int) {
+				for range n {
+					k++
+				}
+				return k
+			}
 		}},
-		{"degraded.Allow, band only", func(b *testing.B) func(int) bool {
+		{"degraded.Allow, band", func(b *testing.B) checks {
 			c := partialClient(b)
-			return func(int) bool { return c.Allow(40) }
+			return func(from, n int) (k int) {
+				for i := from; i < from+n; i++ {
+					if c.Allow(mix[i&7]) {
+						k++
+					}
+				}
+				return k
+			}
 		}},
-		{"degraded.Admit, band", func(b *testing.B) func(int) bool {
+		{"degraded.Allow, band only", func(b *testing.B) checks {
 			c := partialClient(b)
-			return func(i int) bool { return c.Admit(mix[i&7]).Admitted() }
+			return func(from, n int) (k int) {
+				for range n {
+					if c.Allow(40) {
+						k++
+					}
+				}
+				return k
+			}
+		}},
+		{"degraded.Admit, band", func(b *testing.B) checks {
+			c := partialClient(b)
+			return func(from, n int) (k int) {
+				for i := from; i < from+n; i++ {
+					if c.Admit(mix[i&7]).Admitted() {
+						k++
+					}
+				}
+				return k
+			}
 		}},
 	}
 	for _, g := range gates() {
@@ -45,16 +73,7 @@ func BenchmarkAllowBand(b *testing.B) {
 	}
 	for _, g := range cases {
 		b.Run(g.name, func(b *testing.B) {
-			f := g.setup(b)
-			b.ReportAllocs()
-			b.ResetTimer()
-			n := 0
-			for i := 0; b.Loop(); i++ {
-				if f(i) {
-					n++
-				}
-			}
-			sink += n
+			runSerial(b, g.setup(b))
 		})
 	}
 }

@@ -595,7 +595,9 @@ func (l *law) fits(t *Table, i int, scale float64) bool {
 // that fits, to Severe for its 10 s dwell in degbench overload's cpu3x;
 // the average alone lagged a step by 2 s, at Moderate admitting 300/s of
 // a 200/s core, every answer late.) From a level that sheds nothing yet it
-// reads the higher, so that a step of the load is read at once.
+// reads the higher (reporter.levelRate), so that a step of the load is
+// read at once. It never reads a short report's step, which only the
+// fraction reads (reporter.jump).
 func (l *law) fitLevel(t *Table, from int) int {
 	load := l.admittedFrom
 	if l.offeredIn(0, t.Level(from).PriorityThreshold) > 0 {

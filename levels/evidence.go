@@ -95,7 +95,7 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 	if long {
 		n.up = make(map[int]bool, len(counts))
 	}
-	var jumped map[int]float64
+	jumped := false
 	for p, c := range counts {
 		n.counts[p] += float64(c)
 		n.stepped[p] += float64(c)
@@ -104,10 +104,13 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 			continue
 		case !long:
 			if span := max(seconds, arrival); stepUp(float64(c), r.stepped[p]/r.seconds*span) {
-				if jumped == nil {
-					jumped = make(map[int]float64, len(counts))
+				if !jumped { // n.jump is r's until here: copied, never changed in place
+					n.jump, jumped = maps.Clone(r.jump), true
+					if n.jump == nil {
+						n.jump = make(map[int]float64, len(counts))
+					}
 				}
-				jumped[p] = float64(c) / span
+				n.jump[p] = float64(c) / span
 			}
 			continue
 		}
@@ -127,17 +130,12 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 	}
 	n.prune()
 	n.keys = slices.Sorted(maps.Keys(n.counts))
-	switch {
-	case long:
+	if long {
 		n.last, n.jump = make(map[int]float64, len(counts)), nil
 		for p, c := range counts {
 			n.last[p] = float64(c) / arrival
 		}
-	case jumped != nil:
-		n.up, n.jump = r.up, make(map[int]float64, len(r.jump)+len(jumped))
-		maps.Copy(n.jump, r.jump)
-		maps.Copy(n.jump, jumped)
-	default:
+	} else {
 		n.up = r.up
 	}
 	return n

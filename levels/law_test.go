@@ -733,8 +733,9 @@ func TestLawReadsAStepInShortReportsForTheFraction(t *testing.T) {
 // through at once). The fraction reads the burst, over the report's span
 // (1,200/s, not 5,143/s over its arrival), and sheds Major's band whole
 // until the next report long enough to read a rate from (the decayed
-// average weighs its count for longer); the level does not read it, and stays at Major, though the window's latency asks for
-// Emergency. (Read by the level too, such a report in degbench overload's
+// average weighs its count for longer); the level does not read it, and
+// stays at Major, though the window's latency asks for Emergency. (Read
+// by the level too, such a report in degbench overload's
 // step10x read the top class at 1,610/s of 400, Severe's floor did not
 // fit, and the level went to Emergency for its dwell, admitting the top
 // class alone.)

@@ -3,12 +3,14 @@ package fleet_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +68,14 @@ func (s *etcdServer) start() {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{s.client}, []url.URL{s.client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{s.peer}, []url.URL{s.peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	// Started again on its ports right after a stop, the member once
+	// found its client port in use (CI: "bind: address already in use");
+	// it tries for up to 5s before it fails, with the last error.
 	e, err := embed.StartEtcd(cfg)
+	for deadline := time.Now().Add(5 * time.Second); errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		e, err = embed.StartEtcd(cfg)
+	}
 	if err != nil {
 		s.t.Fatalf("start etcd: %v", err)
 	}

@@ -163,7 +163,8 @@ type law struct {
 	partialAt time.Time
 	level     int // the automatic level partial belongs to
 	// readmit is the target at which the band the automatic level sheds
-	// whole would be readmitted (0 when it sheds none whole).
+	// whole would be readmitted, as the level reads the load (without a
+	// short report's step: reporter.jump), 0 when it sheds none whole.
 	readmit float64
 	// band is the offered load in the automatic level's band, floor the
 	// load its threshold admits, when partialFor last looked.
@@ -412,9 +413,15 @@ func (l *law) checkTail(ev verdict, before float64, measured bool, now time.Time
 // estimate: a step above what the service completed, or to the target
 // that readmits a band shed whole, so that a level that sheds most of the
 // load cannot claim more than it tested, and a band is never stuck shed
-// below its readmission point.
+// below its readmission point. The readmission point is not stepped past:
+// a band shed whole leaves the service idle, and a probe a step past the
+// point, with the point read from a short report's step, took the
+// estimate from 800/s, measured a second before, to 930/s in degbench
+// overload's square wave, and readmitted the band at 0.334 where about
+// 0.2 fitted: two seconds of answers past the SLO
+// (TestLawProbesNoFurtherThanTheReadmission).
 func (l *law) reach(ev evidence) float64 {
-	return max(ev.success, l.readmit) * (1 + probeReach) / headroom
+	return max(ev.success*(1+probeReach), l.readmit) / headroom
 }
 
 // startDrain starts the drain of the queue a saturation left: a latency
@@ -809,7 +816,8 @@ func (l *law) stepReason(t *Table, s Sample, to int, ev evidence) string {
 // partialFor is the partial admission the law gives level i: the share
 // of its band that brings the admitted load to the target, nil below
 // fractionLow, at most fractionTop; nil at Normal and without an estimate.
-// It notes the target that would readmit a band it sheds whole.
+// It notes the target that would readmit a band it sheds whole
+// (law.readmit).
 func (l *law) partialFor(t *Table, i int) *Partial {
 	if i <= 0 || !l.sized {
 		return nil
@@ -832,7 +840,7 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 		// state document cannot carry NaN, so the band is shed whole.
 		return nil
 	case f < fractionLow:
-		l.readmit = l.floor + band*(fractionLow+fractionStep)
+		l.readmit = l.offeredIn(to, math.MaxInt) + l.offeredIn(from, to)*(fractionLow+fractionStep)
 		return nil
 	case f > fractionTop:
 		f = fractionTop

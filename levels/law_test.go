@@ -727,31 +727,51 @@ func TestLawReadsAStepInShortReportsForTheFraction(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, steps)
 }
 
-// TestLawKeepsAShortBurstFromTheLevel: at Major in a 3x overload, a
-// report of 0.3 s counts the top class ten times its rate, and its
-// requests' stamps span 0.07 s (a queue before the middleware let them
-// through at once). The fraction reads the burst, over the report's span
-// (1,200/s, not 5,143/s over its arrival), and sheds Major's band whole
-// until the next report long enough to read a rate from (the decayed
-// average weighs its count for longer); the level does not read it, and
-// stays at Major, though the window's latency asks for Emergency. (Read
-// by the level too, such a report in degbench overload's
-// step10x read the top class at 1,610/s of 400, Severe's floor did not
-// fit, and the level went to Emergency for its dwell, admitting the top
-// class alone.)
-func TestLawKeepsAShortBurstFromTheLevel(t *testing.T) {
+// shortBurstAtMajor is a 3x overload measured at 800/s and admitted at
+// Major, then a report of 0.3 s that counts the top class ten times its
+// rate, its requests' stamps spanning 0.07 s (a queue before the
+// middleware let them through at once), which sheds Major's band whole.
+func shortBurstAtMajor() []lawStep {
 	burst := lawMix(3, 0.3)
 	burst[100] *= 10
-	runLawSteps(t, AdmissionGraduated, append(measuredAt800(), []lawStep{
+	return append(measuredAt800(), []lawStep{
 		{at: 4 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 760, success: 760, latencyMs: 60, latencyWindowMs: 450,
 			level: "Major", partial: "30 0.39"},
 		{at: 4300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.3, arrival: 0.07, admitted: 760, success: 760, latencyMs: 60, latencyWindowMs: 490,
 			offered: burst, level: "Major", partial: "null"},
+	}...)
+}
+
+// TestLawKeepsAShortBurstFromTheLevel: the fraction reads
+// shortBurstAtMajor's burst over the report's span (1,200/s, not 5,143/s
+// over its arrival), and sheds Major's band whole until the next report
+// long enough to read a rate from (the decayed average weighs its count
+// for longer); the level does not read it, and stays at Major, though the
+// window's latency asks for Emergency. (Read by the level too, such a
+// report in degbench overload's step10x read the top class at 1,610/s of
+// 400, Severe's floor did not fit, and the level went to Emergency for
+// its dwell, admitting the top class alone.)
+func TestLawKeepsAShortBurstFromTheLevel(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, append(shortBurstAtMajor(),
 		// The next long report ends the burst's reading; the average still
 		// weighs the burst's count.
-		{at: 5300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 60, latencyWindowMs: 490,
+		lawStep{at: 5300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 60, latencyWindowMs: 490,
 			level: "Major", partial: "30 0.20"},
-	}...))
+	))
+}
+
+// TestLawProbesNoFurtherThanTheReadmission: after shortBurstAtMajor's
+// burst, the next long report comes from a service idle at Major's floor
+// (15 ms): the probe of an idle service takes the estimate no further
+// than the target that readmits the band, read as the level reads the
+// load, so that the target stays within the 800/s measured a second
+// before. (Probed a step past a readmission point read from the burst,
+// the estimate went to 1,200/s, and the band came back at 0.69.)
+func TestLawProbesNoFurtherThanTheReadmission(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, append(shortBurstAtMajor(),
+		lawStep{at: 5300 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 1, admitted: 480, success: 480, latencyMs: 15, latencyWindowMs: 490,
+			level: "Major", partial: "30 0.23", capacity: [2]float64{800, 800 / headroom}},
+	))
 }
 
 // TestLawStepsWithoutACapacityOnFreshLatency: a 3x step of a service

@@ -105,10 +105,8 @@ func (r reporter) with(at time.Time, ttl time.Duration, counts map[int]int64, se
 		case !long:
 			if span := max(seconds, arrival); stepUp(float64(c), r.stepped[p]/r.seconds*span) {
 				if !jumped { // n.jump is r's until here: copied, never changed in place
-					n.jump, jumped = maps.Clone(r.jump), true
-					if n.jump == nil {
-						n.jump = make(map[int]float64, len(counts))
-					}
+					n.jump, jumped = make(map[int]float64, len(r.jump)+1), true
+					maps.Copy(n.jump, r.jump)
 				}
 				n.jump[p] = float64(c) / span
 			}

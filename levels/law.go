@@ -840,7 +840,7 @@ func (l *law) partialFor(t *Table, i int) *Partial {
 		// state document cannot carry NaN, so the band is shed whole.
 		return nil
 	case f < fractionLow:
-		l.readmit = l.offeredIn(to, math.MaxInt) + l.offeredIn(from, to)*(fractionLow+fractionStep)
+		l.readmit = l.admittedFrom(to) + l.offeredIn(from, to)*(fractionLow+fractionStep)
 		return nil
 	case f > fractionTop:
 		f = fractionTop

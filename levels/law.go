@@ -288,7 +288,17 @@ func (l *law) decide(ev evidence, now time.Time) {
 	case !l.known:
 	case draining:
 		// A queue draining runs the service flat out: what it completes is
-		// a floor of the capacity.
+		// a floor of the capacity. A floor over the last measurement
+		// proves that measurement low, and the ceiling opens, as a
+		// queue's does, until a saturation measures again: the measurement
+		// was read while a flood starved the host, and its ceiling held the
+		// creep at the floor. (In degbench overload's step10x, measured at
+		// 546/s and 490/s, then a drain completing 697/s: the estimate
+		// stayed at 697/s for 6 s with the service quiet, the band below
+		// Severe at 0.20 where 0.30 fits.)
+		if ev.success > l.ceiling*(1+saturation) {
+			l.ceiling = math.Inf(1)
+		}
 		l.capacity, l.overAt = max(l.capacity, ev.success), now
 		l.ceiling = max(l.ceiling, l.capacity)
 	case ev.pressure && ev.admitted < l.target*(1-2*edgeCut):

@@ -985,3 +985,32 @@ func TestLawForgetsPrioritiesNoLongerOffered(t *testing.T) {
 		t.Errorf("offered at 10..999: %.1f/s, want the steady reporter's %.0f/s", got, want)
 	}
 }
+
+// TestLawOpensTheCeilingOverALowMeasurement: a 10x step's first report,
+// read while the flood starves the host, measures 546/s, and the level
+// goes to Severe. The queue then drains at 697/s: a floor over the
+// measurement, which proves it low, so the creep may take the estimate
+// past the floor while the service is quiet (40 ms, under half the
+// threshold), 2% a second, until a saturation measures again. (With the
+// floor as its ceiling, the estimate stayed at 697/s for 6 s in degbench
+// overload's step10x, the band below Severe at 0.20 where 0.30 fits.)
+func TestLawOpensTheCeilingOverALowMeasurement(t *testing.T) {
+	quiet := func(at time.Duration, partial string, capacity [2]float64) lawStep {
+		return lawStep{at: at, trigger: TriggerEvent, x: 10, secs: 1, admitted: 662, success: 662, latencyMs: 40, errorRate: 60, latencyWindowMs: 470,
+			level: "Severe", partial: partial, capacity: capacity}
+	}
+	runLawSteps(t, AdmissionGraduated, append(quietSeconds(0.5, 3),
+		lawStep{at: 3600 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 0.6, admitted: 4000, success: 546, latencyMs: 470, errorRate: 60, latencyWindowMs: 470,
+			level: "Severe", partial: "null", capacity: [2]float64{545, 546}},
+		lawStep{at: 4100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 0.5, admitted: 490, success: 697, latencyMs: 900, errorRate: 60, latencyWindowMs: 900,
+			level: "Severe", partial: "null", capacity: [2]float64{696, 697}},
+		quiet(5100*time.Millisecond, "50 0.23", [2]float64{709, 711}),
+		quiet(6100*time.Millisecond, "50 0.23", [2]float64{723, 725}),
+		quiet(7100*time.Millisecond, "50 0.25", [2]float64{738, 740}),
+		quiet(8100*time.Millisecond, "50 0.26", [2]float64{753, 755}),
+		// A saturation measures again, and the ceiling closes over it.
+		lawStep{at: 9100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 780, success: 740, latencyMs: 90, errorRate: 60, latencyWindowMs: 470,
+			level: "Severe", partial: "50 0.26", capacity: [2]float64{746, 748}},
+		quiet(10100*time.Millisecond, "50 0.26", [2]float64{746, 748}),
+	))
+}

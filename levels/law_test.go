@@ -988,29 +988,51 @@ func TestLawForgetsPrioritiesNoLongerOffered(t *testing.T) {
 
 // TestLawOpensTheCeilingOverALowMeasurement: a 10x step's first report,
 // read while the flood starves the host, measures 546/s, and the level
-// goes to Severe. The queue then drains at 697/s: a floor over the
-// measurement, which proves it low, so the creep may take the estimate
-// past the floor while the service is quiet (40 ms, under half the
-// threshold), 2% a second, until a saturation measures again. (With the
-// floor as its ceiling, the estimate stayed at 697/s for 6 s in degbench
-// overload's step10x, the band below Severe at 0.20 where 0.30 fits.)
+// goes to Severe. The queue then drains at 697/s over half a second: a
+// floor over the measurement, which proves it low, so the creep may take
+// the estimate past the floor while the service is quiet (40 ms, under
+// half the threshold), 2% a second. The first warm report (60 ms: the
+// service near its capacity) closes the ceiling where the estimate is.
+// (With the floor as its ceiling, the estimate stayed at 697/s for 6 s in
+// degbench overload's step10x, the band below Severe at 0.20 where 0.30
+// fits.)
 func TestLawOpensTheCeilingOverALowMeasurement(t *testing.T) {
-	quiet := func(at time.Duration, partial string, capacity [2]float64) lawStep {
-		return lawStep{at: at, trigger: TriggerEvent, x: 10, secs: 1, admitted: 662, success: 662, latencyMs: 40, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: partial, capacity: capacity}
-	}
-	runLawSteps(t, AdmissionGraduated, append(quietSeconds(0.5, 3),
+	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.5),
+		quietAt10x(5100*time.Millisecond, 40, "50 0.23", [2]float64{709, 711}),
+		quietAt10x(6100*time.Millisecond, 40, "50 0.23", [2]float64{723, 725}),
+		quietAt10x(7100*time.Millisecond, 40, "50 0.25", [2]float64{738, 740}),
+		quietAt10x(8100*time.Millisecond, 40, "50 0.26", [2]float64{753, 755}),
+		quietAt10x(9100*time.Millisecond, 60, "50 0.26", [2]float64{768, 770}),
+		quietAt10x(10100*time.Millisecond, 40, "50 0.26", [2]float64{768, 770}),
+	))
+}
+
+// TestLawOpensNoCeilingOnAQuarterSecond: the same drain over a quarter
+// second opens nothing: a queue drains in bursts, and a quarter second of
+// one completed 805/s of an 800/s service in degbench overload's spike12x,
+// where the open ceiling let the creep walk the estimate to about 915/s.
+func TestLawOpensNoCeilingOnAQuarterSecond(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.25),
+		quietAt10x(4350*time.Millisecond+time.Second, 40, "50 0.22", [2]float64{696, 697}),
+		quietAt10x(4350*time.Millisecond+2*time.Second, 40, "50 0.22", [2]float64{696, 697}),
+	))
+}
+
+// lowMeasurementThenDrain are quietSeconds at 0.5x, then a 10x step whose
+// first report measures 546/s (Severe), then a queue draining at 697/s
+// over secs, ending at 3.6 s + secs.
+func lowMeasurementThenDrain(secs float64) []lawStep {
+	return append(quietSeconds(0.5, 3),
 		lawStep{at: 3600 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 0.6, admitted: 4000, success: 546, latencyMs: 470, errorRate: 60, latencyWindowMs: 470,
 			level: "Severe", partial: "null", capacity: [2]float64{545, 546}},
-		lawStep{at: 4100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 0.5, admitted: 490, success: 697, latencyMs: 900, errorRate: 60, latencyWindowMs: 900,
+		lawStep{at: 3600*time.Millisecond + time.Duration(secs*float64(time.Second)), trigger: TriggerEvent, x: 10, secs: secs, admitted: 490, success: 697, latencyMs: 900, errorRate: 60, latencyWindowMs: 900,
 			level: "Severe", partial: "null", capacity: [2]float64{696, 697}},
-		quiet(5100*time.Millisecond, "50 0.23", [2]float64{709, 711}),
-		quiet(6100*time.Millisecond, "50 0.23", [2]float64{723, 725}),
-		quiet(7100*time.Millisecond, "50 0.25", [2]float64{738, 740}),
-		quiet(8100*time.Millisecond, "50 0.26", [2]float64{753, 755}),
-		// A saturation measures again, and the ceiling closes over it.
-		lawStep{at: 9100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 780, success: 740, latencyMs: 90, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: "50 0.26", capacity: [2]float64{746, 748}},
-		quiet(10100*time.Millisecond, "50 0.26", [2]float64{746, 748}),
-	))
+	)
+}
+
+// quietAt10x is a one-second report at 10x of a service at Severe
+// answering the 662/s admitted within latencyMs.
+func quietAt10x(at time.Duration, latencyMs float64, partial string, capacity [2]float64) lawStep {
+	return lawStep{at: at, trigger: TriggerEvent, x: 10, secs: 1, admitted: 662, success: 662, latencyMs: latencyMs, errorRate: 60, latencyWindowMs: 470,
+		level: "Severe", partial: partial, capacity: capacity}
 }

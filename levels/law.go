@@ -292,7 +292,8 @@ func (l *law) decide(ev evidence, now time.Time) {
 		// A queue draining runs the service flat out: what it completes is
 		// a floor of the capacity. A floor over the last measurement
 		// proves that measurement low, and the ceiling opens, as a
-		// queue's does, until a saturation measures again: the measurement
+		// queue's does, until a measurement or the first warm report
+		// closes it (below): the measurement
 		// was read while a flood starved the host, and its ceiling held the
 		// creep at the floor. (In degbench overload's step10x, measured at
 		// 546/s and 490/s, then a drain completing 697/s: the estimate

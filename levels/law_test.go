@@ -998,12 +998,12 @@ func TestLawForgetsPrioritiesNoLongerOffered(t *testing.T) {
 // fits.)
 func TestLawOpensTheCeilingOverALowMeasurement(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.5),
-		quietAt10x(5100*time.Millisecond, 40, "50 0.23", [2]float64{709, 711}),
-		quietAt10x(6100*time.Millisecond, 40, "50 0.23", [2]float64{723, 725}),
-		quietAt10x(7100*time.Millisecond, 40, "50 0.25", [2]float64{738, 740}),
-		quietAt10x(8100*time.Millisecond, 40, "50 0.26", [2]float64{753, 755}),
-		quietAt10x(9100*time.Millisecond, 60, "50 0.26", [2]float64{768, 770}),
-		quietAt10x(10100*time.Millisecond, 40, "50 0.26", [2]float64{768, 770}),
+		servedAt10x(5100*time.Millisecond, 40, "50 0.23", [2]float64{709, 711}),
+		servedAt10x(6100*time.Millisecond, 40, "50 0.23", [2]float64{723, 725}),
+		servedAt10x(7100*time.Millisecond, 40, "50 0.25", [2]float64{738, 740}),
+		servedAt10x(8100*time.Millisecond, 40, "50 0.26", [2]float64{753, 755}),
+		servedAt10x(9100*time.Millisecond, 60, "50 0.26", [2]float64{768, 770}),
+		servedAt10x(10100*time.Millisecond, 40, "50 0.26", [2]float64{768, 770}),
 	))
 }
 
@@ -1013,8 +1013,8 @@ func TestLawOpensTheCeilingOverALowMeasurement(t *testing.T) {
 // where the open ceiling let the creep walk the estimate to about 915/s.
 func TestLawOpensNoCeilingOnAQuarterSecond(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.25),
-		quietAt10x(4350*time.Millisecond+time.Second, 40, "50 0.22", [2]float64{696, 697}),
-		quietAt10x(4350*time.Millisecond+2*time.Second, 40, "50 0.22", [2]float64{696, 697}),
+		servedAt10x(4350*time.Millisecond+time.Second, 40, "50 0.22", [2]float64{696, 697}),
+		servedAt10x(4350*time.Millisecond+2*time.Second, 40, "50 0.22", [2]float64{696, 697}),
 	))
 }
 
@@ -1030,9 +1030,9 @@ func lowMeasurementThenDrain(secs float64) []lawStep {
 	)
 }
 
-// quietAt10x is a one-second report at 10x of a service at Severe
-// answering the 662/s admitted within latencyMs.
-func quietAt10x(at time.Duration, latencyMs float64, partial string, capacity [2]float64) lawStep {
+// servedAt10x is a one-second report at 10x of a service at Severe
+// answering the 662/s admitted within latencyMs (40 ms: quiet; 60 ms: warm).
+func servedAt10x(at time.Duration, latencyMs float64, partial string, capacity [2]float64) lawStep {
 	return lawStep{at: at, trigger: TriggerEvent, x: 10, secs: 1, admitted: 662, success: 662, latencyMs: latencyMs, errorRate: 60, latencyWindowMs: 470,
 		level: "Severe", partial: partial, capacity: capacity}
 }

@@ -299,9 +299,14 @@ func (l *law) decide(ev evidence, now time.Time) {
 		// 546/s and 490/s, then a drain completing 697/s: the estimate
 		// stayed at 697/s for 6 s with the service quiet, the band below
 		// Severe at 0.20 where 0.30 fits.) Only a report of minRateSpan or
-		// more opens it: a queue drains in bursts, and a quarter second of
-		// one completed 805/s of an 800/s service in spike12x.
-		if long && ev.success > l.ceiling*(1+saturation) {
+		// more opens it, or a shorter one over it by more than shortCut, as
+		// far as one short report may lower the estimate: a queue drains in
+		// bursts, and a quarter second of one completed 805/s of an 800/s
+		// service in spike12x, 6% over its ceiling; but a third of a second
+		// completing 745/s over a ceiling of 483/s, where a short report of
+		// the starved host had cut it, proved it low in step10x, and held as
+		// the ceiling, the floor kept the band at 0.23-0.26 for 16 s.
+		if ev.success > l.ceiling*(1+saturation) && (long || ev.success > l.ceiling*(1+shortCut)) {
 			l.ceiling, l.opened = math.Inf(1), true
 		}
 		l.capacity, l.overAt = max(l.capacity, ev.success), now

@@ -47,7 +47,8 @@ const (
 	// take the target in one decision.
 	probeReach = 0.1
 	// shortCut is the most one saturated report shorter than minRateSpan
-	// may lower the capacity estimate by.
+	// may lower the capacity estimate by, and so how far over the ceiling
+	// a drain's floor read over such a report must be to open it (decide).
 	shortCut = 0.25
 	// stepMargin is the dead band at a band's edges: the law steps up a
 	// level only when the level below it would admit more than target x
@@ -293,9 +294,8 @@ func (l *law) decide(ev evidence, now time.Time) {
 		// a floor of the capacity. A floor over the last measurement
 		// proves that measurement low, and the ceiling opens, as a
 		// queue's does, until a measurement or the first warm report
-		// closes it (below): the measurement
-		// was read while a flood starved the host, and its ceiling held the
-		// creep at the floor. (In degbench overload's step10x, measured at
+		// closes it (below): the measurement was read while a flood
+		// starved the host, and its ceiling held the creep at the floor. (In degbench overload's step10x, measured at
 		// 546/s and 490/s, then a drain completing 697/s: the estimate
 		// stayed at 697/s for 6 s with the service quiet, the band below
 		// Severe at 0.20 where 0.30 fits.) Only a report of minRateSpan or

@@ -1007,6 +1007,19 @@ func TestLawOpensTheCeilingOverALowMeasurement(t *testing.T) {
 	))
 }
 
+// TestLawClosesTheCeilingAtAMeasurement: the ceiling the drain opened
+// closes at the next saturation, over what it measured: the quiet reports
+// after it creep no further.
+func TestLawClosesTheCeilingAtAMeasurement(t *testing.T) {
+	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.5, 697),
+		servedAt10x(5100*time.Millisecond, 40, "50 0.23", [2]float64{709, 711}),
+		lawStep{at: 6100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 780, success: 740, latencyMs: 90, errorRate: 60, latencyWindowMs: 470,
+			level: "Severe", partial: "50 0.25", capacity: [2]float64{740, 740}},
+		servedAt10x(7100*time.Millisecond, 40, "50 0.25", [2]float64{740, 740}),
+		servedAt10x(8100*time.Millisecond, 40, "50 0.25", [2]float64{740, 740}),
+	))
+}
+
 // TestLawOpensNoCeilingOnAQuarterSecond: a drain over a quarter second
 // at 580/s, 6% over the 546/s measured, opens nothing: a queue drains in
 // bursts, and a quarter second of one completed 805/s of an 800/s service

@@ -31,6 +31,10 @@ type sim struct {
 	// of the runtime, a scheduler that runs a woken goroutine late.
 	tail      float64
 	tailDelay time.Duration
+	// slow is how many times longer a request takes a worker until
+	// slowUntil: a host starved of CPU by a flood.
+	slow      float64
+	slowUntil time.Time
 	// offered is the load by priority, requests per second.
 	offered map[int]float64
 
@@ -269,7 +273,11 @@ func (s *sim) serve(at time.Time, prio int) {
 	}
 	done := completion{at: at.Add(queueLimit), failed: true, prio: prio, arrived: at}
 	if begin.Sub(at) <= queueLimit {
-		s.free[i] = begin.Add(serviceTime)
+		took := serviceTime
+		if begin.Before(s.slowUntil) {
+			took = time.Duration(float64(took) * s.slow)
+		}
+		s.free[i] = begin.Add(took)
 		done = completion{at: s.free[i], failed: s.rng.Float64() < s.failRate, prio: prio, arrived: at}
 		if s.tail > 0 && s.rng.Float64() < s.tail {
 			done.at = done.at.Add(s.tailDelay)
@@ -551,6 +559,27 @@ func mean(xs []float64) float64 {
 // 96.0% at 10x, and the least is now 98.0%.
 const simSeeds = 32
 
+// simStreams runs a scenario over simSeeds random streams (LAW_TRACE=n
+// logs stream n each second): run sets a fresh simulation's service up
+// and runs its phases, returning the judged phase's outcomes. It returns
+// each stream's goodput and top class served within the SLO, and logs
+// their means as label's.
+func simStreams(t *testing.T, label string, run func(s *sim) simStats) (goodput, top []float64) {
+	t.Helper()
+	for seed := range simSeeds {
+		s := newSim(t, simTable(t), simMix(0.5))
+		s.rng = rand.New(rand.NewPCG(uint64(seed), 2))
+		s.trace = os.Getenv("LAW_TRACE") == fmt.Sprint(seed)
+		st := run(s)
+		goodput, top = append(goodput, st.goodput(s.now)), append(top, st.topOK())
+		if testing.Verbose() && seed < 4 {
+			t.Logf("seed %d: %s goodput %.1f%%, %s; %s", seed, label, 100*st.goodput(s.now), st, s.describe())
+		}
+	}
+	t.Logf("%s: goodput mean %.1f%% (least %.1f%%), top class mean %.2f%% (least %.2f%%)", label, 100*mean(goodput), 100*slices.Min(goodput), 100*mean(top), 100*slices.Min(top))
+	return goodput, top
+}
+
 // TestLawSimulationDependencyFailure: a dependency fails 30% of requests
 // whatever the load. Shedding cannot help, so the law must not mistake
 // the failures for an overload it can shed its way out of: the level the
@@ -593,25 +622,51 @@ func TestLawSimulationDependencyFailure(t *testing.T) {
 // Before the law checked that its cuts lowered the latency (checkTail),
 // they took the estimate from 800/s to 344/s and goodput to 60-65%.
 func TestLawSimulationLatencyTail(t *testing.T) {
-	var goodput, top []float64
-	for seed := range simSeeds {
-		s := newSim(t, simTable(t), simMix(0.5))
-		s.rng = rand.New(rand.NewPCG(uint64(seed), 2))
-		s.trace = os.Getenv("LAW_TRACE") == fmt.Sprint(seed)
+	goodput, top := simStreams(t, "3x", func(s *sim) simStats {
 		s.tail, s.tailDelay = 0.02, 150*time.Millisecond
 		s.phase(simMix(0.5), 10*time.Second)
-		st := s.phase(simMix(3), 60*time.Second)
-		goodput, top = append(goodput, st.goodput(s.now)), append(top, st.topOK())
-		if testing.Verbose() && seed < 4 {
-			t.Logf("seed %d: 3x goodput %.1f%%, %s; %s", seed, 100*st.goodput(s.now), st, s.describe())
-		}
-	}
-	t.Logf("3x: goodput mean %.1f%% (least %.1f%%), top class mean %.2f%% (least %.2f%%)", 100*mean(goodput), 100*slices.Min(goodput), 100*mean(top), 100*slices.Min(top))
+		return s.phase(simMix(3), 60*time.Second)
+	})
 	// The tail is 2% of every class: 98% is all there is to serve.
 	if mean(goodput) < 0.85 || slices.Min(goodput) < 0.75 {
 		t.Errorf("goodput %.1f%% on average (least %.1f%%), want at least 85%% (no stream below 75%%)", 100*mean(goodput), 100*slices.Min(goodput))
 	}
 	if mean(top) < 0.975 {
 		t.Errorf("the top class served within the SLO %.2f%% of the time, want at least 97.5%% (all but the tail)", 100*mean(top))
+	}
+}
+
+// TestLawSimulationStarvedStep: a 10x step on a host the flood starves.
+// For the step's first 1.5 s a request takes a worker 1.6 times as long
+// (the flood's goroutines take the cores: 500/s of the 800), and all
+// along 2% of answers come 35 ms late (the scheduler of a host shedding
+// 7,000 requests a second), so a service well under its capacity
+// answers with its p99 at 45 ms: quiet, not idle. The first measurements
+// read the starved service, and the law must find the capacity it has
+// once the flood is shed. (In degbench overload's step10x, measured at
+// 559/s while the host was starved, the estimate crept at 2% a second
+// while the service answered within 50 ms, and took 10 s to reach 800/s.)
+//
+// Where a drain's floor proves the measurement low, the quiet service is
+// probed and the estimate gets there in 2-4 s; where none does, the
+// ceiling holds it for the minute before the creep may pass it (the least
+// stream, 65%), which the 90% line of DESIGN.md's targets does not allow,
+// and a creep past the ceiling sooner cost the other scenarios their top
+// class (issue 21; docs/design.md, "What it does not do yet"). So this
+// test holds the law to the mean it reaches, 80% (77.6% before the
+// probe of a quiet service with an open ceiling), and to the top class's
+// line.
+func TestLawSimulationStarvedStep(t *testing.T) {
+	goodput, top := simStreams(t, "10x on a starved host", func(s *sim) simStats {
+		s.tail, s.tailDelay = 0.02, 35*time.Millisecond
+		s.phase(simMix(0.5), 5*time.Second)
+		s.slow, s.slowUntil = 1.6, s.now.Add(1500*time.Millisecond)
+		return s.phase(simMix(10), 20*time.Second)
+	})
+	if mean(goodput) < 0.8 || slices.Min(goodput) < 0.6 {
+		t.Errorf("goodput %.1f%% on average (least %.1f%%), want at least 80%% (no stream below 60%%)", 100*mean(goodput), 100*slices.Min(goodput))
+	}
+	if mean(top) < 0.995 {
+		t.Errorf("the top class served within the SLO %.2f%% of the time, want at least 99.5%%", 100*mean(top))
 	}
 }

@@ -17,8 +17,9 @@ const (
 	headroom = 0.95
 	// probeRate is how fast, per second, the capacity estimate grows while
 	// the service is idle (every signal below a quarter of its lowest
-	// threshold): the capacity was measured low (a transient, a dependency
-	// that has recovered) or has grown.
+	// threshold), or quiet (below half) with the ceiling a drain's floor
+	// opened: the capacity was measured low (a transient, a starved host,
+	// a dependency that has recovered) or has grown.
 	probeRate = 0.5
 	// maxDrain bounds how far below the capacity the law admits while a
 	// queue drains: at most half as much, however far behind it is.
@@ -283,7 +284,7 @@ func (l *law) decide(ev evidence, now time.Time) {
 		if ev.recent > 0 {
 			measured = ev.recent
 		}
-		base := l.tested(min(measured, l.capacity))
+		base := l.tested(measured)
 		l.capacity = min(max((base+measured)/2, base*(1-shortCut)), base*(1+probeReach))
 		l.ceiling, l.overAt = l.capacity, now
 	case saturated && l.known:
@@ -307,10 +308,11 @@ func (l *law) decide(ev evidence, now time.Time) {
 		// proves that measurement low, and the ceiling opens, as a
 		// queue's does, until a measurement or the first warm report
 		// closes it (below): the measurement was read while a flood
-		// starved the host, and its ceiling held the creep at the floor. (In degbench overload's step10x, measured at
-		// 546/s and 490/s, then a drain completing 697/s: the estimate
-		// stayed at 697/s for 6 s with the service quiet, the band below
-		// Severe at 0.20 where 0.30 fits.) Only a report of minRateSpan or
+		// starved the host, and its ceiling held the creep at the floor.
+		// (In degbench overload's step10x, measured at 546/s and 490/s,
+		// then a drain completing 697/s: the estimate stayed at 697/s for
+		// 6 s with the service quiet, the band below Severe at 0.20 where
+		// 0.30 fits.) Only a report of minRateSpan or
 		// more opens it, or a shorter one over it by more than shortCut, as
 		// far as one short report may lower the estimate: a queue drains in
 		// bursts, and a quarter second of one completed 805/s of an 800/s
@@ -471,17 +473,17 @@ func (l *law) tested(completed float64) float64 {
 	return max(l.measured, min(completed, l.capacity))
 }
 
-// reach is how far the probe of an idle service may take the capacity
-// estimate: a step above what the service completed, or to the target
-// that readmits a band shed whole, so that a level that sheds most of the
-// load cannot claim more than it tested, and a band is never stuck shed
-// below its readmission point. The readmission point is not stepped past:
-// a band shed whole leaves the service idle, and a probe a step past the
-// point, with the point read from a short report's step, took the
-// estimate from 800/s, measured a second before, to 930/s in degbench
-// overload's square wave, and readmitted the band at 0.334 where about
-// 0.2 fitted: two seconds of answers past the SLO
-// (TestLawProbesNoFurtherThanTheReadmission).
+// reach is how far the probe of an idle service (or a quiet one whose
+// ceiling is open) may take the capacity estimate: a step above what the
+// service completed, or to the target that readmits a band shed whole,
+// so that a level that sheds most of the load cannot claim more than it
+// tested, and a band is never stuck shed below its readmission point.
+// The readmission point is not stepped past: a band shed whole leaves the
+// service idle, and a probe a step past the point, with the point read
+// from a short report's step, took the estimate from 800/s, measured a
+// second before, to 930/s in degbench overload's square wave, and
+// readmitted the band at 0.334 where about 0.2 fitted: two seconds of
+// answers past the SLO (TestLawProbesNoFurtherThanTheReadmission).
 func (l *law) reach(ev evidence) float64 {
 	return max(ev.success*(1+probeReach), l.readmit) / headroom
 }

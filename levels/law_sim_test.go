@@ -648,7 +648,7 @@ func TestLawSimulationLatencyTail(t *testing.T) {
 // while the service answered within 50 ms, and took 10 s to reach 800/s.)
 //
 // Where a drain's floor proves the measurement low, the quiet service is
-// probed and the estimate gets there in 2-4 s; where none does, the
+// probed, 5-10% a whole second; where none does, the
 // ceiling holds it for the minute before the creep may pass it (the least
 // stream, 65%), which the 90% line of DESIGN.md's targets does not allow,
 // and a creep past the ceiling sooner cost the other scenarios their top

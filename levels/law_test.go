@@ -1042,9 +1042,9 @@ func TestLawOpensNoCeilingOnAQuarterSecond(t *testing.T) {
 // report may lower the estimate by (shortCut), proves the measurement
 // low as a longer one does, and the probe takes the estimate on from the
 // floor while the service is quiet, to 10% past what it completed over
-// the headroom. (A third of a second completing
-// 745/s over a ceiling of 483/s held the estimate at 745-777/s for 16 s
-// in degbench overload's step10x, the band at 0.23-0.26 where 0.30 fits.)
+// the headroom. (A third of a second completing 745/s over a ceiling of
+// 483/s held the estimate at 745-777/s for 16 s in degbench overload's
+// step10x, the band at 0.23-0.26 where 0.30 fits.)
 func TestLawOpensTheCeilingOnAQuarterSecondFarOver(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.25, 697),
 		servedAt10x(4350*time.Millisecond+time.Second, 40, "50 0.27", [2]float64{766, 767}),

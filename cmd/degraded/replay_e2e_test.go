@@ -73,7 +73,8 @@ func (r replayOutput) at(t *testing.T, level string) time.Duration {
 }
 
 // TestRecordAndReplay drives the real binary through an incident (outcome
-// reports escalate to Minor, then Major, then recover; a pushed
+// reports escalate to Minor, then Major, hold 15% failures for 2 s, then
+// recover; a pushed
 // queue_depth flips between 600 and 50), then replays the timeline: the
 // same config reproduces the recorded transitions at the same lines, a
 // lower Major threshold spends more time at Major, and
@@ -97,6 +98,15 @@ func TestRecordAndReplay(t *testing.T) {
 	d.waitLevel(t, "Minor")
 	post(`{"success":50,"failure":50}`) // 60 of 200 in the window, 30%: Major
 	d.waitLevel(t, "Major")
+	// 15% for 2 s: under Major's 20%, so the recorded level leaves Major
+	// after its dwell, but over the candidate's 8%, which holds it for the
+	// 2 s and the window after. (Without it, the two configs' time at Major
+	// differed by the few milliseconds between the first two reports, and a
+	// loaded machine's late health checks could reverse them.)
+	for range 8 {
+		post(`{"success":85,"failure":15}`)
+		time.Sleep(250 * time.Millisecond)
+	}
 	d.waitLevel(t, "Normal") // the window empties; one step per dwell
 	for _, v := range []string{"600", "50", "600", "50"} {
 		push(v)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -14,23 +15,47 @@ import (
 // commonly configured ports.
 const low = 10000
 
+// stripes is how many stripes Addr splits its range into, by port modulo
+// stripes: a process picks only in the stripe of its pid, so that two test
+// binaries that go test runs at once (one per package) pick the same port
+// only when their pids share a stripe (and each stripe still has some
+// 2,800 ports).
+const stripes = 8
+
+var (
+	mu    sync.Mutex
+	given = map[int]bool{} // the ports Addr returned in this process
+)
+
 // Addr returns 127.0.0.1:PORT with a port nothing listens on now, below
 // the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768 and
 // up by default), so that no outgoing connection is given it while a
 // server on it is stopped. (A restarted etcd member found its port, from
-// 127.0.0.1:0, taken: "bind: address already in use".) Tests pick at
-// random among some 20,000 ports, so two rarely pick the same one.
+// 127.0.0.1:0, taken: "bind: address already in use".) It never returns a
+// port twice in one process, and picks at random in its process's stripe
+// of the range: a port is free when Addr returns it, not when its server
+// binds it, and parallel tests that picked among the same 20,000 ports
+// at random met (CI: an etcd member whose port another test's had bound
+// between the check and the bind, "bind: address already in use" for 5 s).
 func Addr(t testing.TB) string {
 	t.Helper()
 	high := ephemeralStart()
+	stripe := os.Getpid() % stripes
+	n := (high - low - stripe + stripes - 1) / stripes // ports in [low, high) of the stripe
+	mu.Lock()
+	defer mu.Unlock()
 	for range 200 {
-		addr := fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(high-low))
-		l, err := net.Listen("tcp", addr)
+		port := low + stripe + stripes*rand.IntN(n)
+		if given[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue // in use: another
 		}
 		l.Close()
-		return addr
+		given[port] = true
+		return l.Addr().String()
 	}
 	t.Fatalf("loopback: no free port in [%d, %d) after 200 tries", low, high)
 	return ""

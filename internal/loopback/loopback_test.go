@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"net"
+	"os"
 	"strconv"
 	"testing"
 )
@@ -25,5 +26,23 @@ func TestAddrIsFreeAndBelowTheEphemeralRange(t *testing.T) {
 			t.Fatalf("%s is not free: %v", addr, err)
 		}
 		l.Close()
+	}
+}
+
+// Parallel tests must not be handed the same port: Addr's check is not
+// the server's bind, and a second server on a port the first bound
+// between them cannot start.
+func TestAddrNeverReturnsAPortTwice(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		addr := Addr(t)
+		if seen[addr] {
+			t.Fatalf("%s returned twice", addr)
+		}
+		seen[addr] = true
+		_, port, _ := net.SplitHostPort(addr)
+		if p, _ := strconv.Atoi(port); p%stripes != (low+os.Getpid()%stripes)%stripes {
+			t.Errorf("%s: port outside this process's stripe (pid %d)", addr, os.Getpid())
+		}
 	}
 }

@@ -1002,12 +1002,9 @@ func TestLawForgetsPrioritiesNoLongerOffered(t *testing.T) {
 func TestLawOpensTheCeilingOverALowMeasurement(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.5, 697),
 		servedAt10x(5100*time.Millisecond, 40, "50 0.27", [2]float64{766, 767}),
-		lawStep{at: 6100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 728, success: 728, latencyMs: 40, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: "50 0.33", capacity: [2]float64{842, 843}},
-		lawStep{at: 7100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 800, success: 800, latencyMs: 60, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: "50 0.33", capacity: [2]float64{859, 860}},
-		lawStep{at: 8100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 800, success: 800, latencyMs: 40, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: "50 0.33", capacity: [2]float64{859, 860}},
+		at10x(6100*time.Millisecond, 728, 728, 40, "50 0.33", [2]float64{842, 843}),
+		at10x(7100*time.Millisecond, 800, 800, 60, "50 0.33", [2]float64{859, 860}),
+		at10x(8100*time.Millisecond, 800, 800, 40, "50 0.33", [2]float64{859, 860}),
 	))
 }
 
@@ -1017,8 +1014,7 @@ func TestLawOpensTheCeilingOverALowMeasurement(t *testing.T) {
 func TestLawClosesTheCeilingAtAMeasurement(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(lowMeasurementThenDrain(0.5, 697),
 		servedAt10x(5100*time.Millisecond, 40, "50 0.27", [2]float64{766, 767}),
-		lawStep{at: 6100 * time.Millisecond, trigger: TriggerEvent, x: 10, secs: 1, admitted: 780, success: 740, latencyMs: 90, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: "50 0.25", capacity: [2]float64{740, 740}},
+		at10x(6100*time.Millisecond, 780, 740, 90, "50 0.25", [2]float64{740, 740}),
 		servedAt10x(7100*time.Millisecond, 40, "50 0.25", [2]float64{740, 740}),
 		servedAt10x(8100*time.Millisecond, 40, "50 0.25", [2]float64{740, 740}),
 	))
@@ -1067,7 +1063,14 @@ func lowMeasurementThenDrain(secs, floor float64) []lawStep {
 // servedAt10x is a one-second report at 10x of a service at Severe
 // answering the 662/s admitted within latencyMs (40 ms: quiet; 60 ms: warm).
 func servedAt10x(at time.Duration, latencyMs float64, partial string, capacity [2]float64) lawStep {
-	return lawStep{at: at, trigger: TriggerEvent, x: 10, secs: 1, admitted: 662, success: 662, latencyMs: latencyMs, errorRate: 60, latencyWindowMs: 470,
+	return at10x(at, 662, 662, latencyMs, partial, capacity)
+}
+
+// at10x is a second's report at 10x, Severe expected: the clients
+// admitted admitted/s, success/s completed, every latency latencyMs, and
+// the partial and capacity estimate the law must give after it.
+func at10x(at time.Duration, admitted, success, latencyMs float64, partial string, capacity [2]float64) lawStep {
+	return lawStep{at: at, trigger: TriggerEvent, x: 10, secs: 1, admitted: admitted, success: success, latencyMs: latencyMs, errorRate: 60, latencyWindowMs: 470,
 		level: "Severe", partial: partial, capacity: capacity}
 }
 
@@ -1078,10 +1081,8 @@ func servedAt10x(at time.Duration, latencyMs float64, partial string, capacity [
 // measurement while the service sat idle.
 func TestLawProbesPastWhatAnIdleServiceCarried(t *testing.T) {
 	runLawSteps(t, AdmissionGraduated, append(quietSeconds(0.5, 3),
-		lawStep{at: 4 * time.Second, trigger: TriggerEvent, x: 10, secs: 1, admitted: 4000, success: 700, latencyMs: 470, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: "null", capacity: [2]float64{700, 700}},
-		lawStep{at: 5 * time.Second, trigger: TriggerEvent, x: 10, secs: 1, admitted: 720, success: 720, latencyMs: 15, errorRate: 60, latencyWindowMs: 470,
-			level: "Severe", partial: "50 0.33", capacity: [2]float64{833, 834}},
+		at10x(4*time.Second, 4000, 700, 470, "null", [2]float64{700, 700}),
+		at10x(5*time.Second, 720, 720, 15, "50 0.33", [2]float64{833, 834}),
 	))
 }
 

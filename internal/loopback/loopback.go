@@ -24,7 +24,7 @@ const stripes = 8
 
 var (
 	mu    sync.Mutex
-	given = map[int]bool{} // the ports Addr returned in this process
+	given = map[int]bool{} // the ports Addr returned or found in use, in this process
 )
 
 // Addr returns 127.0.0.1:PORT with a port nothing listens on now, below
@@ -42,23 +42,33 @@ func Addr(t testing.TB) string {
 	high := ephemeralStart()
 	stripe := os.Getpid() % stripes
 	n := (high - low - stripe + stripes - 1) / stripes // ports in [low, high) of the stripe
-	mu.Lock()
-	defer mu.Unlock()
 	for range 200 {
 		port := low + stripe + stripes*rand.IntN(n)
-		if given[port] {
+		if !reserve(port) {
 			continue
 		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			continue // in use: another
+			continue // in use by another process: it stays reserved, never tried again
 		}
 		l.Close()
-		given[port] = true
 		return l.Addr().String()
 	}
 	t.Fatalf("loopback: no free port in [%d, %d) after 200 tries", low, high)
 	return ""
+}
+
+// reserve marks port as given in this process, and reports whether it
+// was not already: the check is under the lock, the listen that tests the
+// port is not.
+func reserve(port int) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if given[port] {
+		return false
+	}
+	given[port] = true
+	return true
 }
 
 // ephemeralStart is the first port of the kernel's ephemeral range, or

@@ -489,8 +489,10 @@ type verdict struct {
 	// above half its threshold.
 	pressure, warm bool
 	// latencyOnly says the latency was the only signal of the pressure;
-	// warmOther that a signal other than the latency is warm.
-	latencyOnly, warmOther bool
+	// warmOther that a signal other than the latency is warm; busy that a
+	// latency or a sampled signal is over its threshold, so the service is
+	// busy whatever fails (pressure is also failures on a warm core).
+	latencyOnly, warmOther, busy bool
 	// backlog is the fresh latency over its lowest threshold, threshold
 	// (ms), when above it (1 otherwise): how far a queue is behind.
 	backlog, threshold float64
@@ -537,6 +539,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 			if sig != ErrorRate || !f.hasLatency {
 				v.latencyOnly = sig == Latency && (v.latencyOnly || !v.pressure)
 				v.pressure, v.warm = true, true
+				v.busy = v.busy || sig != ErrorRate
 				v.warmOther = v.warmOther || sig != Latency
 			}
 		case x > th/2:

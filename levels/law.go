@@ -742,7 +742,14 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 // signal; mv.From if none does. It reads no CPU (judgeCPU: a core in use
 // is not an overload; without a capacity, a CPU step at the first health
 // check after a 3x step took a CPU-bound service to Severe, past Major,
-// the level that fit, for 14 s). It reads the latency the law last judged
+// the level that fit, for 14 s), and no error rate while the last fresh
+// verdict says the service is busy (law.busy): failures on a busy service
+// are its queue timing out, which the capacity a saturation measures
+// sizes, as it does a queue's latency. (Read, the timeouts of cpu3x's
+// step took the level from Minor to Severe in 1.3 s on three reports
+// that began before the step before, the capacity not yet measured:
+// 7.97%, 23.44% and 25.55%; Severe held for its 10 s dwell, admitting
+// 110/s of a 195/s core.) It reads the latency the law last judged
 // in fresh reports, when it did within verdictRecent, for the window's:
 // the window holds the reports received since the last step that began
 // before it, and a step up rests on evidence of the previous one. (In
@@ -754,15 +761,20 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string) {
 	_, cpu := s.Value(CPU)
 	_, lat := s.Value(Latency)
+	_, failing := s.Value(ErrorRate)
 	latency, fresh := l.freshLatency(now)
+	busy := failing && l.busy(now)
 	fresh = fresh && lat
-	if !cpu && !fresh {
+	if !cpu && !fresh && !busy {
 		return mv.To, mv.Reason
 	}
 	s = s.Clone()
 	delete(s.Values, CPU)
 	if fresh {
 		s.Values[Latency] = latency
+	}
+	if busy {
+		delete(s.Values, ErrorRate)
 	}
 	for i := mv.To; i > mv.From; i-- {
 		if tr, ok := t.triggerAt(s, i); ok {
@@ -812,6 +824,13 @@ func (l *law) recoverOnFresh(from Auto, c Config, in Input) (down Auto, mv Move,
 // recoverOnFresh, ruleSample).
 func (l *law) freshLatency(now time.Time) (float64, bool) {
 	return l.judged.latency, l.judged.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
+}
+
+// busy says the last fresh verdict, judged within verdictRecent, found
+// the service busy: a latency or a sampled signal over its threshold
+// (verdict.busy), not merely failures.
+func (l *law) busy(now time.Time) bool {
+	return l.judged.busy && !l.decidedAt.IsZero() && now.Sub(l.decidedAt) <= verdictRecent
 }
 
 // ruleSample is the sample the table's rule reads: s, but while the

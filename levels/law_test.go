@@ -397,6 +397,32 @@ func TestLawStepsWithoutACapacityNotOnTheCPU(t *testing.T) {
 	})
 }
 
+// TestLawStepsWithoutACapacityNotOnTheQueuesTimeouts: at a 3x step,
+// before any capacity is measured, the first fresh report has its p99
+// at 183 ms (over Minor's 100 ms) with every request admitted answered:
+// Minor. The queue then times out requests, and the window's error rate
+// climbs over Moderate's, Major's and Severe's thresholds on reports
+// that began before the step to Minor. Failures on a busy service are
+// its queue timing out: the level holds at Minor until a fresh report
+// measures the capacity, then goes to the level that fits, Major. (Read
+// as steps, they took degbench overload's cpu3x to Severe in 1.3 s, and
+// its dwell held it there for 10 s, admitting 110/s of a 195/s core.)
+func TestLawStepsWithoutACapacityNotOnTheQueuesTimeouts(t *testing.T) {
+	late := func(at time.Duration, errorRate float64) lawStep {
+		return lawStep{at: at, trigger: TriggerEvent, x: 3, secs: 1.3, admitted: 700, success: 700, latencyMs: 183, latencyWindowMs: 183,
+			errorRate: errorRate, level: "Minor", partial: "null"}
+	}
+	runLawSteps(t, AdmissionGraduated, append(quietSeconds(0.5, 3), []lawStep{
+		{at: 4 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 700, success: 700, latencyMs: 183, latencyWindowMs: 183,
+			level: "Minor", partial: "null", reason: "latency p99"},
+		late(4400*time.Millisecond, 7.97),
+		late(4800*time.Millisecond, 23.44),
+		late(5200*time.Millisecond, 25.55),
+		{at: 5500 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.5, admitted: 2400, success: 790, failure: 10, latencyMs: 450, errorRate: 25.55, latencyWindowMs: 450,
+			level: "Major", partial: "null", capacity: [2]float64{790, 800}},
+	}...))
+}
+
 // TestLawShortSaturatedSpansMoveTheEstimateLittle: a saturated core
 // completes in bursts, so a report shorter than half a second moves the
 // estimate by at most 25% down and 10% up. With 800/s measured, 0.3 s

@@ -489,10 +489,8 @@ type verdict struct {
 	// above half its threshold.
 	pressure, warm bool
 	// latencyOnly says the latency was the only signal of the pressure;
-	// warmOther that a signal other than the latency is warm; busy that a
-	// latency or a sampled signal is over its threshold, so the service is
-	// busy whatever fails (pressure is also failures on a warm core).
-	latencyOnly, warmOther, busy bool
+	// warmOther that a signal other than the latency is warm.
+	latencyOnly, warmOther bool
 	// backlog is the fresh latency over its lowest threshold, threshold
 	// (ms), when above it (1 otherwise): how far a queue is behind.
 	backlog, threshold float64
@@ -505,13 +503,15 @@ type verdict struct {
 	// errorOver: the failure ratio is over its lowest threshold; cpuWarm:
 	// the CPU is over half its lowest threshold.
 	errorOver, cpuWarm bool
-	// failLevel is the most severe level whose error rate threshold the
-	// failure ratio exceeds when the load does not explain the failures:
+	// errorLevel is the most severe level whose error rate threshold the
+	// fresh failure ratio exceeds, 0 when none does or it was not judged
+	// (tableStep); failLevel is errorLevel when the load does not explain
+	// the failures:
 	// the latency was measured, and neither it nor a sampled signal says
 	// the service is busy. 0 otherwise: failures on a busy service are its
 	// queue timing out, and without latency reports they are read as
 	// pressure (the coarser law).
-	failLevel int
+	errorLevel, failLevel int
 }
 
 // load judges the fresh counts and the sample against the lowest
@@ -539,7 +539,6 @@ func load(c Config, s Sample, f freshCounts) verdict {
 			if sig != ErrorRate || !f.hasLatency {
 				v.latencyOnly = sig == Latency && (v.latencyOnly || !v.pressure)
 				v.pressure, v.warm = true, true
-				v.busy = v.busy || sig != ErrorRate
 				v.warmOther = v.warmOther || sig != Latency
 			}
 		case x > th/2:
@@ -556,6 +555,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 	if n := f.success + f.failure; n > 0 && n >= float64(c.Rules.MinThroughput) {
 		failed = f.failure / n * 100
 		judge(ErrorRate, failed)
+		v.errorLevel = t.errorLevel(failed)
 	}
 	if f.hasLatency {
 		if ms, n := QuantileOf(f.latency[:], t.LatencyQuantile()); n > 0 && n >= c.Rules.MinThroughput {
@@ -587,7 +587,7 @@ func load(c Config, s Sample, f freshCounts) verdict {
 		v.pressure, v.latencyOnly = true, false
 	}
 	if v.errorOver && !v.pressure && v.latencyJudged {
-		v.failLevel = t.errorLevel(failed)
+		v.failLevel = v.errorLevel
 	}
 	v.quiet, v.idle = v.quiet && v.judged, v.idle && v.judged
 	return v

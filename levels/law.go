@@ -742,14 +742,7 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 // signal; mv.From if none does. It reads no CPU (judgeCPU: a core in use
 // is not an overload; without a capacity, a CPU step at the first health
 // check after a 3x step took a CPU-bound service to Severe, past Major,
-// the level that fit, for 14 s), and no error rate while the last fresh
-// verdict says the service is busy (law.busy): failures on a busy service
-// are its queue timing out, which the capacity a saturation measures
-// sizes, as it does a queue's latency. (Read, the timeouts of cpu3x's
-// step took the level from Minor to Severe in 1.3 s on three reports
-// that began before the step before, the capacity not yet measured:
-// 7.97%, 23.44% and 25.55%; Severe held for its 10 s dwell, admitting
-// 110/s of a 195/s core.) It reads the latency the law last judged
+// the level that fit, for 14 s). It reads the latency the law last judged
 // in fresh reports, when it did within verdictRecent, for the window's:
 // the window holds the reports received since the last step that began
 // before it, and a step up rests on evidence of the previous one. (In
@@ -757,15 +750,22 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 // against 100 ms, took the level to Minor; at the next health check a
 // report the client cut short at the change put the window's p99 over
 // Emergency's threshold, and the level went there, the capacity
-// unmeasured, for its 10 s dwell, admitting the top class alone.)
+// unmeasured, for its 10 s dwell, admitting the top class alone.) For
+// the same reason the window's error rate steps it no further than the
+// level whose threshold the failure ratio of those fresh reports exceeds
+// too, as failureStep does once a capacity is known. (Read alone, the
+// queue's timeouts at cpu3x's step, 7.97%, 23.44% and 25.55% on reports
+// that began before the step to Minor, took the level to Severe in
+// 1.3 s, past Major, the level that fit, and its dwell held the admission
+// to 110/s of a 195/s core for 10 s.)
 func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string) {
 	_, cpu := s.Value(CPU)
 	_, lat := s.Value(Latency)
-	_, failing := s.Value(ErrorRate)
+	e, failing := s.Value(ErrorRate)
 	latency, fresh := l.freshLatency(now)
-	busy := failing && l.busy(now)
+	recent := l.judgedRecently(now)
 	fresh = fresh && lat
-	if !cpu && !fresh && !busy {
+	if !cpu && !fresh && !(failing && recent) {
 		return mv.To, mv.Reason
 	}
 	s = s.Clone()
@@ -773,15 +773,24 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 	if fresh {
 		s.Values[Latency] = latency
 	}
-	if busy {
+	failTo, failWhy := mv.From, ""
+	if failing && recent {
 		delete(s.Values, ErrorRate)
+		only := s.Clone()
+		only.Values = map[Signal]float64{ErrorRate: e}
+		for i := min(mv.To, l.judged.errorLevel); i > mv.From; i-- {
+			if tr, ok := t.triggerAt(only, i); ok {
+				failTo, failWhy = i, tr.String()
+				break
+			}
+		}
 	}
-	for i := mv.To; i > mv.From; i-- {
+	for i := mv.To; i > failTo; i-- {
 		if tr, ok := t.triggerAt(s, i); ok {
 			return i, tr.String()
 		}
 	}
-	return mv.From, ""
+	return failTo, failWhy
 }
 
 // recoverOnFresh is the table rule's step down (Next) at a health check
@@ -823,14 +832,12 @@ func (l *law) recoverOnFresh(from Auto, c Config, in Input) (down Auto, mv Move,
 // place of the window's, which holds older answers (tableStep,
 // recoverOnFresh, ruleSample).
 func (l *law) freshLatency(now time.Time) (float64, bool) {
-	return l.judged.latency, l.judged.latencyJudged && now.Sub(l.decidedAt) <= verdictRecent
+	return l.judged.latency, l.judged.latencyJudged && l.judgedRecently(now)
 }
 
-// busy says the last fresh verdict, judged within verdictRecent, found
-// the service busy: a latency or a sampled signal over its threshold
-// (verdict.busy), not merely failures.
-func (l *law) busy(now time.Time) bool {
-	return l.judged.busy && !l.decidedAt.IsZero() && now.Sub(l.decidedAt) <= verdictRecent
+// judgedRecently says the law judged fresh reports within verdictRecent of now.
+func (l *law) judgedRecently(now time.Time) bool {
+	return !l.decidedAt.IsZero() && now.Sub(l.decidedAt) <= verdictRecent
 }
 
 // ruleSample is the sample the table's rule reads: s, but while the

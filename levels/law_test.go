@@ -384,12 +384,13 @@ func TestLawFailuresOnABusyCoreArePressure(t *testing.T) {
 // a CPU-bound service the first health check has the core at 91% (over
 // Severe's 90%), the window's failures at 7% (over Moderate's 5%), and the
 // fresh report 2% failures, too few to read as a saturation: the level
-// goes to Moderate on the failures, not to Severe. With nothing but the
-// CPU over, nothing moves.
+// goes to Minor on the failures, as far as both the window's 7% and the
+// fresh 2% exceed (Minor's 1%), not to Severe. With nothing but the CPU
+// over, nothing moves.
 func TestLawStepsWithoutACapacityNotOnTheCPU(t *testing.T) {
 	runLawStepsOn(t, latencyCPUTable(t), AdmissionGraduated, []lawStep{
 		{at: time.Second, trigger: TriggerTick, x: 3, secs: 1, admitted: 400, success: 392, failure: 8, latencyMs: 15, errorRate: 7, cpu: 91,
-			level: "Moderate", partial: "null", reason: "error_rate 7.00% > 5% (Moderate)"},
+			level: "Minor", partial: "null", reason: "error_rate 7.00% > 1% (Minor)"},
 	})
 	runLawStepsOn(t, latencyCPUTable(t), AdmissionGraduated, []lawStep{
 		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 0.1, admitted: 400, success: 400, latencyMs: 15, cpu: 91,
@@ -399,28 +400,35 @@ func TestLawStepsWithoutACapacityNotOnTheCPU(t *testing.T) {
 
 // TestLawStepsWithoutACapacityNotOnTheQueuesTimeouts: at a 3x step,
 // before any capacity is measured, the first fresh report has its p99
-// at 183 ms (over Minor's 100 ms) with every request admitted answered:
-// Minor. The queue then times out requests, and the window's error rate
-// climbs over Moderate's, Major's and Severe's thresholds on reports
-// that began before the step to Minor. Failures on a busy service are
-// its queue timing out: the level holds at Minor until a fresh report
-// measures the capacity, then goes to the level that fits, Major. (Read
-// as steps, they took degbench overload's cpu3x to Severe in 1.3 s, and
-// its dwell held it there for 10 s, admitting 110/s of a 195/s core.)
+// at 183 ms (over Minor's 100 ms) and no failures: Minor. The queue then
+// times out requests, and the window's error rate climbs over
+// Moderate's, Major's and Severe's thresholds on reports that began
+// before the step to Minor. The window's failures step the level no
+// further than the fresh reports' failures do: it holds at Minor, and
+// the first fresh report after the step, which measures the capacity,
+// takes it to the level that fits, Major. (Read alone, the window's
+// error rate took degbench overload's cpu3x to Severe in 1.3 s, and the
+// dwell held it there for 10 s, admitting 110/s of a 195/s core.) A
+// fresh report failing 27.5% is a failing dependency's, and the level
+// goes where the table says, Severe.
 func TestLawStepsWithoutACapacityNotOnTheQueuesTimeouts(t *testing.T) {
 	late := func(at time.Duration, errorRate float64) lawStep {
 		return lawStep{at: at, trigger: TriggerEvent, x: 3, secs: 1.3, admitted: 700, success: 700, latencyMs: 183, latencyWindowMs: 183,
 			errorRate: errorRate, level: "Minor", partial: "null"}
 	}
-	runLawSteps(t, AdmissionGraduated, append(quietSeconds(0.5, 3), []lawStep{
+	climb := append(quietSeconds(0.5, 3), []lawStep{
 		{at: 4 * time.Second, trigger: TriggerEvent, x: 3, secs: 1, admitted: 700, success: 700, latencyMs: 183, latencyWindowMs: 183,
 			level: "Minor", partial: "null", reason: "latency p99"},
 		late(4400*time.Millisecond, 7.97),
 		late(4800*time.Millisecond, 23.44),
 		late(5200*time.Millisecond, 25.55),
-		{at: 5500 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.5, admitted: 2400, success: 790, failure: 10, latencyMs: 450, errorRate: 25.55, latencyWindowMs: 450,
-			level: "Major", partial: "null", capacity: [2]float64{790, 800}},
-	}...))
+	}...)
+	runLawSteps(t, AdmissionGraduated, append(slices.Clone(climb), lawStep{
+		at: 5500 * time.Millisecond, trigger: TriggerEvent, x: 3, secs: 0.5, admitted: 2400, success: 790, failure: 10, latencyMs: 450, errorRate: 25.55, latencyWindowMs: 450,
+		level: "Major", partial: "null", capacity: [2]float64{790, 800}}))
+	runLawSteps(t, AdmissionGraduated, append(slices.Clone(climb), lawStep{
+		at: 5500 * time.Millisecond, trigger: TriggerEvent, x: 0.5, secs: 0.5, admitted: 400, success: 290, failure: 110, latencyMs: 15, errorRate: 25.55, latencyWindowMs: 15,
+		level: "Severe", partial: "null", reason: "error_rate 25.50% > 25% (Severe)"}))
 }
 
 // TestLawShortSaturatedSpansMoveTheEstimateLittle: a saturated core

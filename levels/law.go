@@ -751,9 +751,11 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 // report the client cut short at the change put the window's p99 over
 // Emergency's threshold, and the level went there, the capacity
 // unmeasured, for its 10 s dwell, admitting the top class alone.) For
-// the same reason the window's error rate steps it no further than the
-// level whose threshold the failure ratio of those fresh reports exceeds
-// too, as failureStep does once a capacity is known. (Read alone, the
+// the same reason, after a first step up, the window's error rate steps
+// it no further than the level whose threshold the failure ratio of those
+// fresh reports exceeds too, as failureStep does once a capacity is
+// known; the first step after a threshold is crossed happens at once, on
+// the window (DESIGN.md, "Graduated mode, precisely"). (Read alone, the
 // queue's timeouts at cpu3x's step, 7.97%, 23.44% and 25.55% on reports
 // that began before the step to Minor, took the level to Severe in
 // 1.3 s, past Major, the level that fit, and its dwell held the admission
@@ -763,9 +765,11 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 	_, lat := s.Value(Latency)
 	e, failing := s.Value(ErrorRate)
 	latency, fresh := l.freshLatency(now)
-	recent := l.judgedRecently(now)
+	// After a first step, the next rests on the failures of fresh reports
+	// too; the first step after a threshold is crossed happens at once.
+	failing = failing && mv.From > 0 && l.judgedRecently(now)
 	fresh = fresh && lat
-	if !cpu && !fresh && !(failing && recent) {
+	if !cpu && !fresh && !failing {
 		return mv.To, mv.Reason
 	}
 	s = s.Clone()
@@ -774,7 +778,7 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 		s.Values[Latency] = latency
 	}
 	failTo, failWhy := mv.From, ""
-	if failing && recent {
+	if failing {
 		delete(s.Values, ErrorRate)
 		only := s.Clone()
 		only.Values = map[Signal]float64{ErrorRate: e}

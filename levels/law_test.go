@@ -384,13 +384,12 @@ func TestLawFailuresOnABusyCoreArePressure(t *testing.T) {
 // a CPU-bound service the first health check has the core at 91% (over
 // Severe's 90%), the window's failures at 7% (over Moderate's 5%), and the
 // fresh report 2% failures, too few to read as a saturation: the level
-// goes to Minor on the failures, as far as both the window's 7% and the
-// fresh 2% exceed (Minor's 1%), not to Severe. With nothing but the CPU
-// over, nothing moves.
+// goes to Moderate on the window's failures (a first step happens at
+// once), not to Severe. With nothing but the CPU over, nothing moves.
 func TestLawStepsWithoutACapacityNotOnTheCPU(t *testing.T) {
 	runLawStepsOn(t, latencyCPUTable(t), AdmissionGraduated, []lawStep{
 		{at: time.Second, trigger: TriggerTick, x: 3, secs: 1, admitted: 400, success: 392, failure: 8, latencyMs: 15, errorRate: 7, cpu: 91,
-			level: "Minor", partial: "null", reason: "error_rate 7.00% > 1% (Minor)"},
+			level: "Moderate", partial: "null", reason: "error_rate 7.00% > 5% (Moderate)"},
 	})
 	runLawStepsOn(t, latencyCPUTable(t), AdmissionGraduated, []lawStep{
 		{at: time.Second, trigger: TriggerTick, x: 0.5, secs: 0.1, admitted: 400, success: 400, latencyMs: 15, cpu: 91,
@@ -404,7 +403,8 @@ func TestLawStepsWithoutACapacityNotOnTheCPU(t *testing.T) {
 // times out requests, and the window's error rate climbs over
 // Moderate's, Major's and Severe's thresholds on reports that began
 // before the step to Minor. The window's failures step the level no
-// further than the fresh reports' failures do: it holds at Minor, and
+// further than the fresh reports' failures do (after the first step,
+// the next rests on evidence of it): it holds at Minor, and
 // the first fresh report after the step, which measures the capacity,
 // takes it to the level that fits, Major. (Read alone, the window's
 // error rate took degbench overload's cpu3x to Severe in 1.3 s, and the

@@ -763,7 +763,7 @@ func (l *law) limit(t *Table, from Auto, a Auto, mv Move, s Sample, ev evidence,
 func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string) {
 	_, cpu := s.Value(CPU)
 	_, lat := s.Value(Latency)
-	e, failing := s.Value(ErrorRate)
+	_, failing := s.Value(ErrorRate)
 	latency, fresh := l.freshLatency(now)
 	// After a first step, the next rests on the failures of fresh reports
 	// too; the first step after a threshold is crossed happens at once.
@@ -772,22 +772,17 @@ func (l *law) tableStep(t *Table, s Sample, mv Move, now time.Time) (int, string
 	if !cpu && !fresh && !failing {
 		return mv.To, mv.Reason
 	}
+	failTo, failWhy := mv.From, ""
+	if failing {
+		failTo, failWhy = errorStep(t, s, mv, l.judged.errorLevel)
+	}
 	s = s.Clone()
 	delete(s.Values, CPU)
 	if fresh {
 		s.Values[Latency] = latency
 	}
-	failTo, failWhy := mv.From, ""
 	if failing {
 		delete(s.Values, ErrorRate)
-		only := s.Clone()
-		only.Values = map[Signal]float64{ErrorRate: e}
-		for i := min(mv.To, l.judged.errorLevel); i > mv.From; i-- {
-			if tr, ok := t.triggerAt(only, i); ok {
-				failTo, failWhy = i, tr.String()
-				break
-			}
-		}
 	}
 	for i := mv.To; i > failTo; i-- {
 		if tr, ok := t.triggerAt(s, i); ok {
@@ -883,13 +878,20 @@ func (l *law) ruleSample(t *Table, s Sample, now time.Time) Sample {
 // 30% failures after any overload the daemon had measured left the level
 // at Normal: the load fitted the capacity, so no step up was needed.)
 func (l *law) failureStep(t *Table, s Sample, mv Move) (int, string) {
+	return errorStep(t, s, mv, l.failLevel)
+}
+
+// errorStep is the most severe level of the move from mv.From to mv.To,
+// and at most upTo, whose error rate threshold the window's error rate in
+// s exceeds, and that trigger; mv.From if none does.
+func errorStep(t *Table, s Sample, mv Move, upTo int) (int, string) {
 	e, ok := s.Value(ErrorRate)
 	if !ok {
 		return mv.From, ""
 	}
 	only := s.Clone()
 	only.Values = map[Signal]float64{ErrorRate: e}
-	for i := min(mv.To, l.failLevel); i > mv.From; i-- {
+	for i := min(mv.To, upTo); i > mv.From; i-- {
 		if tr, ok := t.triggerAt(only, i); ok {
 			return i, tr.String()
 		}
